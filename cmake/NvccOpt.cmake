@@ -1,0 +1,128 @@
+# NvccOpt.cmake: compile chosen CUDA targets through the nvcc-opt compiler launcher.
+#
+# Usage:
+#   list(APPEND CMAKE_MODULE_PATH /path/to/nvcc-opt/cmake)
+#   include(NvccOpt)
+#   nvcc_opt_enable(my_app my_kernels)   # these targets
+#   nvcc_opt_enable_all()                # or: every target with CUDA sources defined so far
+#                                        # in this directory and the ones below it
+#
+# Call them after the targets (and their sources) are defined. The launcher of each target
+# becomes `nvcc-opt` followed by any launcher it already had: `ccache` becomes `nvcc-opt;ccache`.
+# nvcc-opt must come first: ccache in front of it takes nvcc as an input file and stops caching.
+#
+# NVCC_OPT_EXECUTABLE (cache variable): the nvcc-opt program; searched on PATH (and in an
+# active virtual environment) when unset. When it is not found, configuring warns and the
+# targets build without nvcc-opt: this module never fails a configure.
+#
+# Without this module, the same launcher for every CUDA target is one option:
+#   cmake -DCMAKE_CUDA_COMPILER_LAUNCHER="nvcc-opt;ccache" ...
+
+include_guard(GLOBAL)
+
+find_program(NVCC_OPT_EXECUTABLE nvcc-opt
+  HINTS ENV VIRTUAL_ENV
+  PATH_SUFFIXES bin
+  DOC "The nvcc-opt compiler launcher")
+
+# Is `item` (one launcher list entry) nvcc-opt?
+function(_nvcc_opt_is_launcher item out)
+  get_filename_component(name "${item}" NAME_WE)
+  if(name STREQUAL "nvcc-opt" OR item STREQUAL NVCC_OPT_EXECUTABLE)
+    set(${out} TRUE PARENT_SCOPE)
+  else()
+    set(${out} FALSE PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Sets `out` to the position of nvcc-opt in the launcher list `launcher`, or -1.
+function(_nvcc_opt_position launcher out)
+  set(position -1)
+  set(index 0)
+  foreach(item IN LISTS launcher)
+    _nvcc_opt_is_launcher("${item}" is_it)
+    if(is_it AND position EQUAL -1)
+      set(position ${index})
+    endif()
+    math(EXPR index "${index} + 1")
+  endforeach()
+  set(${out} ${position} PARENT_SCOPE)
+endfunction()
+
+# Warns when nvcc-opt sits behind another launcher (ccache, say) in `launcher`.
+function(_nvcc_opt_check_order launcher where)
+  _nvcc_opt_position("${launcher}" position)
+  if(position GREATER 0)
+    list(JOIN launcher ";" shown)
+    message(WARNING
+      "nvcc-opt: ${where} is \"${shown}\": a launcher before nvcc-opt sees nvcc-opt as the "
+      "compiler (ccache stops caching). Put nvcc-opt first, e.g. "
+      "-DCMAKE_CUDA_COMPILER_LAUNCHER=\"nvcc-opt;ccache\".")
+  endif()
+endfunction()
+
+_nvcc_opt_check_order("${CMAKE_CUDA_COMPILER_LAUNCHER}" "CMAKE_CUDA_COMPILER_LAUNCHER")
+
+# Puts nvcc-opt in front of each target's CUDA launcher, keeping the launchers it had after it.
+function(nvcc_opt_enable)
+  if(NOT NVCC_OPT_EXECUTABLE OR NOT EXISTS "${NVCC_OPT_EXECUTABLE}")
+    message(WARNING
+      "nvcc-opt: executable not found (NVCC_OPT_EXECUTABLE=\"${NVCC_OPT_EXECUTABLE}\"); "
+      "building ${ARGN} without it. Install nvcc-opt or set -DNVCC_OPT_EXECUTABLE=<path>.")
+    return()
+  endif()
+  foreach(target IN LISTS ARGN)
+    if(NOT TARGET ${target})
+      message(WARNING "nvcc-opt: nvcc_opt_enable(${target}): no such target")
+      continue()
+    endif()
+    get_target_property(launcher ${target} CUDA_COMPILER_LAUNCHER)
+    if(NOT launcher)
+      set(launcher "")
+    endif()
+    _nvcc_opt_check_order("${launcher}" "the CUDA_COMPILER_LAUNCHER of ${target}")
+    set(others "")
+    foreach(item IN LISTS launcher)
+      _nvcc_opt_is_launcher("${item}" is_it)
+      if(NOT is_it)
+        list(APPEND others "${item}")
+      endif()
+    endforeach()
+    set_property(TARGET ${target}
+      PROPERTY CUDA_COMPILER_LAUNCHER "${NVCC_OPT_EXECUTABLE}" ${others})
+  endforeach()
+endfunction()
+
+# Appends to `out` the targets defined in `dir` and the directories below it that compile CUDA.
+function(_nvcc_opt_cuda_targets dir out)
+  set(found ${${out}})
+  get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(target IN LISTS targets)
+    get_target_property(type ${target} TYPE)
+    if(type STREQUAL "INTERFACE_LIBRARY" OR type STREQUAL "UTILITY")
+      continue()
+    endif()
+    get_target_property(sources ${target} SOURCES)
+    foreach(source IN LISTS sources)
+      get_source_file_property(language "${source}" TARGET_DIRECTORY ${target} LANGUAGE)
+      if(source MATCHES "\\.cu$" OR language STREQUAL "CUDA")
+        list(APPEND found ${target})
+        break()
+      endif()
+    endforeach()
+  endforeach()
+  get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+  foreach(subdir IN LISTS subdirs)
+    _nvcc_opt_cuda_targets("${subdir}" found)
+  endforeach()
+  set(${out} ${found} PARENT_SCOPE)
+endfunction()
+
+# nvcc_opt_enable() for every target with CUDA sources in this directory tree.
+function(nvcc_opt_enable_all)
+  set(targets "")
+  _nvcc_opt_cuda_targets("${CMAKE_CURRENT_SOURCE_DIR}" targets)
+  if(targets)
+    nvcc_opt_enable(${targets})
+  endif()
+endfunction()

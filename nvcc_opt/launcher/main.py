@@ -1,0 +1,242 @@
+"""The launcher's slow path: a compile whose source holds `@optimize`.
+
+Fails open: any problem in here runs the original command unchanged and says why, briefly. Exit
+code, stdout and stderr of the compiler pass through; with no accepted rewrite the compiler runs on
+the original arguments, so the object is the one plain nvcc makes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from nvcc_opt import paths
+from nvcc_opt.entry import GUARD
+from nvcc_opt.launcher import argv, chain, depfile, plan
+from nvcc_opt.launcher.copy import write_copy
+from nvcc_opt.records import CompileContext, RegionSpan
+from nvcc_opt.regions.scan import region_text, scan
+from nvcc_opt.store import fast
+
+NVCC_ENV = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
+
+
+def notice(message: str) -> None:
+    sys.stderr.write(f"nvcc-opt: {message}\n")
+    sys.stderr.flush()
+
+
+@dataclass(frozen=True)
+class Tagged:
+    """A compile of a tagged source, with everything decided before the compiler runs."""
+
+    chain: chain.Chain
+    job: argv.CompileJob
+    file: str  # real absolute path of the source
+    source: bytes
+    regions: tuple[RegionSpan, ...]
+    plan: plan.Plan
+    store: Path
+
+
+def run(rest: list[str]) -> int:
+    try:
+        tagged = prepare(rest)
+    except Exception as exc:  # fail open: never fail a build plain nvcc would pass
+        notice(f"internal error ({type(exc).__name__}: {exc}); compiling the original")
+        tagged = None
+    if tagged is None:
+        return _call(rest)
+    return execute(tagged)
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, GUARD: "1"}
+
+
+def _call(command: list[str]) -> int:
+    try:
+        return subprocess.call(command, env=_env())
+    except OSError as exc:
+        notice(f"cannot run {command[0]}: {exc.strerror}")
+        return 127
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+        return handle.read()
+
+
+def _parent_comm() -> str:
+    try:
+        with open(f"/proc/{os.getppid()}/comm", encoding="utf-8") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+def prepare(rest: list[str]) -> Tagged | None:
+    found = chain.split_chain(rest)
+    if found is None or not chain.is_nvcc(found.compiler):
+        return None
+    job = argv.parse(found.args, _read_text, os.getcwd())
+    if isinstance(job, argv.PassThrough):
+        return None
+    file = os.path.realpath(job.source)
+    source = Path(file).read_bytes()
+    result = scan(source)
+    for warning in result.warnings:
+        sys.stderr.write(f"{job.source}:{warning.line}: warning: nvcc-opt: {warning.message}\n")
+    if not result.regions:
+        return None
+    store = paths.store_path(near=os.path.dirname(file))
+    fix = chain.ccache_first_fix(_parent_comm())
+    if fix and paths.say_once(store, fix):
+        notice(fix)
+    try:
+        accepted = fast.accepted_for(str(store), file, [r.text_hash for r in result.regions])
+    except fast.FastStoreError as exc:
+        message = f"store unusable ({exc}); compiling the original sources"
+        if paths.say_once(store, message):
+            notice(message)
+        accepted = []
+    decided = plan.plan(result.regions, accepted, job.targets)
+    for outcome in decided.outcomes:
+        if outcome.warn:
+            sys.stderr.write(f"{job.source}:{outcome.region.pragma_line}: warning: nvcc-opt: ")
+            sys.stderr.write(f"{outcome.why}\n")
+    return Tagged(found, job, file, source, result.regions, decided, store)
+
+
+def execute(tagged: Tagged) -> int:
+    version = _start_version_probe(tagged.chain.compiler)
+    stamps = [paths.stamp_path(tagged.store, tagged.file, r.name) for r in tagged.regions]
+    try:
+        for stamp in stamps:
+            paths.ensure_stamp(stamp)
+    except OSError as exc:
+        notice(f"cannot create region stamps ({exc}); decisions will not trigger rebuilds")
+        stamps = []
+    original = tagged.chain.command(list(tagged.job.args))
+    copy: str | None = None
+    if tagged.plan.applied:
+        copy, code, errors = _compile_substituted(tagged)
+        if code != 0:
+            copy = None
+            code = _call(original)
+            if code == 0 and errors:
+                _suspect(tagged, errors)
+    else:
+        code = _call(original)
+    try:
+        if code == 0:
+            _fix_depfile(tagged, copy, [str(s) for s in stamps])
+        _record(tagged, _finish_version_probe(version))
+    except Exception as exc:  # the object is built: report, never fail the build for this
+        notice(f"internal error after compiling ({type(exc).__name__}: {exc})")
+    return code
+
+
+def _compile_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
+    """Compile the copy; on failure return the errors (the caller decides whose fault)."""
+    job = tagged.job
+    try:
+        copy = write_copy(tagged.source, tagged.plan.applied, job.source, job.output, os.getcwd())
+    except (OSError, ValueError) as exc:
+        notice(f"could not splice {job.source} ({exc}); compiling the original")
+        return None, 1, ""
+    args = ["-I" + os.path.dirname(tagged.file), *argv.with_source(job, copy)]
+    command = tagged.chain.command([*args, *tagged.plan.extra_args])
+    try:
+        done = subprocess.run(command, env=_env(), capture_output=True)
+    except OSError as exc:
+        notice(f"cannot run {command[0]}: {exc.strerror}; compiling the original")
+        return None, 1, ""
+    if done.returncode == 0:
+        sys.stdout.buffer.write(done.stdout)
+        sys.stdout.flush()
+        sys.stderr.buffer.write(done.stderr)
+        sys.stderr.flush()
+        return copy, 0, ""
+    return None, done.returncode, done.stderr.decode(errors="replace") or "compiler failed"
+
+
+def _suspect(tagged: Tagged, errors: str) -> None:
+    first = next((line for line in errors.splitlines() if "error" in line), "compiler failed")
+    for _, rewrite in tagged.plan.applied:
+        reason = f"substituted compile failed: {first.strip()[:300]}"
+        try:
+            newly = fast.mark_suspect(str(tagged.store), rewrite.id, reason)
+        except fast.FastStoreError:
+            newly = True
+        if newly:
+            notice(
+                f"accepted rewrite #{rewrite.id} in {tagged.job.source} failed to compile "
+                f"({first.strip()[:200]}); built the original and marked the rewrite suspect "
+                f"(nvcc-opt explain {tagged.job.source})"
+            )
+
+
+def _fix_depfile(tagged: Tagged, copy: str | None, stamps: list[str]) -> None:
+    job = tagged.job
+    if job.depfile_mode is None:
+        return
+    name = job.depfile
+    if name is None:
+        output = job.output or os.path.splitext(os.path.basename(job.source))[0] + ".o"
+        name = os.path.splitext(output)[0] + ".d"
+    path = Path(name)
+    try:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        fixed = depfile.fix(text, copy, job.source, stamps, job.dep_phony)
+        path.write_text(fixed, encoding="utf-8", errors="surrogateescape")
+    except OSError as exc:
+        notice(f"could not update depfile {name} ({exc.strerror})")
+
+
+def _start_version_probe(compiler: str) -> subprocess.Popen[bytes] | None:
+    try:
+        return subprocess.Popen(
+            [compiler, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env()
+        )
+    except OSError:
+        return None
+
+
+def _finish_version_probe(probe: subprocess.Popen[bytes] | None) -> str:
+    if probe is None:
+        return ""
+    try:
+        out, _ = probe.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        probe.kill()
+        return ""
+    lines = out.decode(errors="replace").strip().splitlines()
+    return "\n".join(lines[-2:])
+
+
+def _record(tagged: Tagged, version: str) -> None:
+    job = tagged.job
+    context = CompileContext(
+        compiler_version=version,
+        host_compiler=job.host_compiler,
+        flags=job.key_flags,
+        nvcc_env=tuple((k, os.environ[k]) for k in NVCC_ENV if k in os.environ),
+        file_hash=hashlib.sha256(tagged.source).hexdigest(),
+        targets=job.targets,
+    )
+    output = os.path.abspath(job.output or os.path.basename(job.source) + ".o")
+    regions = [(r, region_text(tagged.source, r)) for r in tagged.regions]
+    command = tagged.chain.command(list(job.args))
+    try:
+        fast.record_compile(
+            str(tagged.store), tagged.file, regions, output, command, os.getcwd(), context
+        )
+    except fast.FastStoreError as exc:
+        message = f"could not record this compile in {tagged.store} ({exc})"
+        if paths.say_once(tagged.store, message):
+            notice(message)

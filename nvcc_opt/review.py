@@ -1,0 +1,109 @@
+"""Review decisions and what a reviewer reads: the diff against the current region, the numbers.
+
+A decision that changes what a build substitutes (accept, revoke) touches the region's stamp, so
+the next incremental build recompiles exactly the translation units that hold the region.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+
+from nvcc_opt import paths
+from nvcc_opt.records import Rewrite, RewriteState
+from nvcc_opt.regions.scan import region_text, scan
+from nvcc_opt.store.api import Store
+
+ACTIONS = {
+    "accept": RewriteState.ACCEPTED,
+    "reject": RewriteState.REJECTED,
+    "revoke": RewriteState.REVOKED,
+}
+
+
+def decide(store: Store, rewrite_id: int, action: str, reason: str = "") -> Rewrite:
+    before = store.rewrite(rewrite_id)
+    after = store.decide(rewrite_id, ACTIONS[action], reason)
+    if RewriteState.ACCEPTED in (before.state, after.state):
+        paths.touch_stamp(paths.stamp_path(store.path, after.file, after.region_name))
+    return after
+
+
+def current_region(rewrite: Rewrite) -> tuple[str | None, str]:
+    """The region's text in the file now, and a note when it is gone or has changed."""
+    try:
+        source = Path(rewrite.file).read_bytes()
+    except OSError as exc:
+        return None, f"cannot read {rewrite.file}: {exc.strerror}"
+    regions = scan(source).regions
+    for region in regions:
+        if region.text_hash == rewrite.region_hash:
+            return region_text(source, region), ""
+    for region in regions:
+        if region.name == rewrite.region_name:
+            note = "the region's text changed since this rewrite was made: it will not apply"
+            return region_text(source, region), note
+    return None, f"region {rewrite.region_name!r} is no longer in {rewrite.file}"
+
+
+def diff(rewrite: Rewrite) -> str:
+    text, note = current_region(rewrite)
+    before = (text or "").splitlines(keepends=True)
+    after = rewrite.code.splitlines(keepends=True)
+    if after and not after[-1].endswith("\n"):
+        after[-1] += "\n"
+    label = f"{rewrite.file} ({rewrite.region_name})"
+    body = "".join(difflib.unified_diff(before, after, f"a/{label}", f"b/{label} #{rewrite.id}"))
+    return (f"note: {note}\n" if note else "") + (body or "no textual change\n")
+
+
+def summary(rewrite: Rewrite) -> dict[str, object]:
+    return {
+        "id": rewrite.id,
+        "state": rewrite.state.value,
+        "file": rewrite.file,
+        "region": rewrite.region_name,
+        "region_hash": rewrite.region_hash,
+        "compile_args": list(rewrite.compile_args),
+        "targets": None if rewrite.targets is None else list(rewrite.targets),
+        "suspect": rewrite.suspect,
+        "origin": rewrite.origin,
+        "model": rewrite.model,
+        "statistics": rewrite.statistics,
+        "explanation": rewrite.explanation,
+        "created_at": rewrite.created_at,
+        "decisions": [
+            {
+                "from": d.from_state.value,
+                "to": d.to_state.value,
+                "reason": d.reason,
+                "at": d.at,
+                "forced": d.forced,
+            }
+            for d in rewrite.decisions
+        ],
+    }
+
+
+def describe(rewrite: Rewrite) -> str:
+    """What the interactive review shows for one rewrite."""
+    lines = [
+        f"#{rewrite.id} [{rewrite.state.value}] {rewrite.file} region {rewrite.region_name!r}"
+        f" ({rewrite.region_hash[:12]})",
+        f"  origin: {rewrite.origin}" + (f", model {rewrite.model}" if rewrite.model else ""),
+    ]
+    if rewrite.compile_args:
+        lines.append(f"  compile args: {' '.join(rewrite.compile_args)}")
+    if rewrite.targets is not None:
+        lines.append(f"  verified for: {', '.join(rewrite.targets)}")
+    if rewrite.statistics:
+        lines.append(f"  numbers: {json.dumps(rewrite.statistics, sort_keys=True)}")
+    if rewrite.suspect:
+        lines.append(f"  SUSPECT: {rewrite.suspect}")
+    for decision in rewrite.decisions:
+        why = f": {decision.reason}" if decision.reason else ""
+        lines.append(f"  {decision.at} {decision.from_state.value} -> {decision.to_state.value}{why}")
+    if rewrite.explanation:
+        lines.append("  explanation: " + rewrite.explanation.strip().replace("\n", "\n    "))
+    return "\n".join(lines) + "\n" + diff(rewrite)

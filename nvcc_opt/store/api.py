@@ -1,0 +1,332 @@
+"""The store's one interface: frozen records in and out, rows never leave this module."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+
+from sqlalchemy import URL, Connection, Engine, create_engine, event, select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from nvcc_opt.records import (
+    ALLOWED_TRANSITIONS,
+    CompileRecord,
+    Decision,
+    NewRewrite,
+    RegionRecord,
+    Rewrite,
+    RewriteState,
+)
+from nvcc_opt.store import migrations
+from nvcc_opt.store.errors import InvalidTransition, NotFound, StoreError
+from nvcc_opt.store.fast import context_from_json, context_to_json, dumps, now
+from nvcc_opt.store.schema import DecisionRow, RegionRow, RewriteRow
+
+__all__ = ["InvalidTransition", "NotFound", "Store", "StoreError"]
+
+_HEX_PREFIX = re.compile(r"[0-9a-f]{8,64}")
+_WITH_DECISIONS = selectinload(RewriteRow.decisions)
+
+
+class Store:
+    """Regions the build has seen, their compiles, rewrites and the review decisions on them.
+
+    Contract:
+    - Every method is one transaction: it sees a consistent snapshot and its writes land whole
+      or not at all. A `Store` may be shared by threads, and any number of processes (builds,
+      `nvcc-opt` commands) may use the same file at once; writers wait for each other (busy
+      timeout), never corrupt or lose data.
+    - Methods return frozen records from `nvcc_opt.records`: snapshots, never live rows, so
+      changing the database later never changes a record already returned.
+    - A rewrite starts PROPOSED and moves only along `records.ALLOWED_TRANSITIONS`
+      (proposed -> accepted | rejected, accepted -> revoked); every move is kept as a `Decision`.
+      At most one rewrite of a region (file, region hash) is ACCEPTED at a time.
+    - Every failure is a `StoreError` (or a subclass) whose message names the database file.
+    """
+
+    def __init__(self, path: Path, engine: Engine) -> None:
+        """Use `Store.open`."""
+        self.path = path
+        self._engine = engine
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> Store:
+        """Open the store at `path`, creating its folder and migrating it as needed."""
+        db = Path(path).absolute()
+        migrations.migrate(db)
+        engine = create_engine(
+            URL.create("sqlite", database=str(db)),
+            connect_args={"timeout": migrations.BUSY_TIMEOUT_S},
+        )
+        event.listen(engine, "connect", _on_connect)
+        event.listen(engine, "begin", _on_begin)
+        return cls(db, engine)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def _session(self, *, write: bool = False) -> Iterator[Session]:
+        """The one place that commits, rolls back and makes database errors readable."""
+        try:
+            with Session(self._engine) as session, session.begin():
+                # Writers take the write lock up front: a read transaction that later tries to
+                # write can fail at once under concurrency instead of waiting its turn.
+                session.connection(execution_options={"nvcc_opt_write": write})
+                yield session
+        except SQLAlchemyError as exc:
+            reason = getattr(exc, "orig", None) or exc
+            raise StoreError(f"nvcc-opt store {self.path}: {reason}") from exc
+
+    def regions(self, file: str | None = None) -> list[RegionRecord]:
+        """Regions (of one file, or all), each with its latest compiles, by file and line."""
+        query = select(RegionRow).options(selectinload(RegionRow.compiles))
+        if file is not None:
+            query = query.where(RegionRow.file == os.path.abspath(file))
+        query = query.order_by(RegionRow.file, RegionRow.start_line, RegionRow.id)
+        with self._session() as session:
+            return [_region_record(row) for row in session.scalars(query)]
+
+    def find_region(self, file: str, name_or_hash: str) -> list[RegionRecord]:
+        """Versions of a region of `file` by name, else by text hash or a unique prefix of it
+        (at least 8 hex digits); most recently seen first. No match: an empty list."""
+        base = (
+            select(RegionRow)
+            .options(selectinload(RegionRow.compiles))
+            .where(RegionRow.file == os.path.abspath(file))
+            .order_by(RegionRow.last_seen.desc(), RegionRow.id.desc())
+        )
+        with self._session() as session:
+            rows = list(session.scalars(base.where(RegionRow.name == name_or_hash)))
+            if not rows and _HEX_PREFIX.fullmatch(name_or_hash):
+                rows = list(
+                    session.scalars(base.where(RegionRow.text_hash.startswith(name_or_hash)))
+                )
+                self._check_unique_prefix(name_or_hash, rows)
+            return [_region_record(row) for row in rows]
+
+    def _check_unique_prefix(self, prefix: str, rows: list[RegionRow]) -> None:
+        hashes = sorted({row.text_hash for row in rows})
+        if len(hashes) > 1:
+            shown = ", ".join(h[:12] for h in hashes)
+            raise StoreError(
+                f"nvcc-opt store {self.path}: hash prefix {prefix} is ambiguous ({shown});"
+                " give more digits"
+            )
+
+    def add_rewrite(self, new: NewRewrite) -> tuple[Rewrite, bool]:
+        """Store `new` as PROPOSED: (rewrite, True). The same content again: (existing, False)."""
+        try:
+            row = _new_rewrite_row(new, content_key(new))
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"nvcc-opt store {self.path}: cannot store rewrite: {exc}") from exc
+        with self._session(write=True) as session:
+            existing = session.scalars(
+                select(RewriteRow)
+                .options(_WITH_DECISIONS)
+                .where(RewriteRow.content_key == row.content_key)
+            ).one_or_none()
+            if existing is not None:
+                return _rewrite_record(existing), False
+            session.add(row)
+            session.flush()
+            return _rewrite_record(row), True
+
+    def rewrite(self, rewrite_id: int) -> Rewrite:
+        with self._session() as session:
+            return _rewrite_record(self._rewrite_row(session, rewrite_id))
+
+    def rewrites(
+        self,
+        *,
+        file: str | None = None,
+        region_hash: str | None = None,
+        states: Iterable[RewriteState] | None = None,
+    ) -> list[Rewrite]:
+        """Rewrites matching every filter given, oldest first."""
+        query = select(RewriteRow).options(_WITH_DECISIONS).order_by(RewriteRow.id)
+        if file is not None:
+            query = query.where(RewriteRow.file == os.path.abspath(file))
+        if region_hash is not None:
+            query = query.where(RewriteRow.region_hash == region_hash)
+        if states is not None:
+            query = query.where(RewriteRow.state.in_([s.value for s in states]))
+        with self._session() as session:
+            return [_rewrite_record(row) for row in session.scalars(query)]
+
+    def decide(
+        self, rewrite_id: int, to_state: RewriteState, reason: str = "", *, forced: bool = False
+    ) -> Rewrite:
+        """Move a rewrite to `to_state` and record the decision, in one transaction.
+
+        `forced` records that the reviewer overrode a warning (changed context, a guard); it
+        never allows a transition that `ALLOWED_TRANSITIONS` forbids.
+        """
+        with self._session(write=True) as session:
+            row = self._rewrite_row(session, rewrite_id)
+            from_state = RewriteState(row.state)
+            if to_state not in ALLOWED_TRANSITIONS[from_state]:
+                raise InvalidTransition(
+                    f"nvcc-opt store {self.path}: rewrite #{rewrite_id} cannot go from"
+                    f" {from_state.value} to {to_state.value}"
+                )
+            if to_state is RewriteState.ACCEPTED:
+                self._check_none_accepted(session, row)
+            row.state = to_state.value
+            row.decisions.append(
+                DecisionRow(
+                    from_state=from_state.value,
+                    to_state=to_state.value,
+                    reason=reason,
+                    at=now(),
+                    forced=forced,
+                )
+            )
+            session.flush()
+            return _rewrite_record(row)
+
+    def _check_none_accepted(self, session: Session, row: RewriteRow) -> None:
+        other = session.scalars(
+            select(RewriteRow.id).where(
+                RewriteRow.file == row.file,
+                RewriteRow.region_hash == row.region_hash,
+                RewriteRow.state == RewriteState.ACCEPTED.value,
+                RewriteRow.id != row.id,
+            )
+        ).first()
+        if other is not None:
+            raise InvalidTransition(
+                f"nvcc-opt store {self.path}: rewrite #{other} of region"
+                f" {row.region_name} ({row.region_hash[:12]}) is already accepted;"
+                f" revoke #{other} first"
+            )
+
+    def clear_suspect(self, rewrite_id: int) -> None:
+        """Forget that a substituted compile of this rewrite failed."""
+        with self._session(write=True) as session:
+            self._rewrite_row(session, rewrite_id).suspect = ""
+
+    def _rewrite_row(self, session: Session, rewrite_id: int) -> RewriteRow:
+        row = session.scalars(
+            select(RewriteRow).options(_WITH_DECISIONS).where(RewriteRow.id == rewrite_id)
+        ).one_or_none()
+        if row is None:
+            raise NotFound(f"nvcc-opt store {self.path}: no rewrite #{rewrite_id}")
+        return row
+
+
+def _on_connect(dbapi_conn: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
+    # Autocommit at the driver, so that `_on_begin` decides how each transaction starts.
+    dbapi_conn.isolation_level = None
+    dbapi_conn.execute("PRAGMA journal_mode=WAL")
+    dbapi_conn.execute("PRAGMA foreign_keys=ON")
+
+
+def _on_begin(conn: Connection) -> None:
+    write = conn.get_execution_options().get("nvcc_opt_write", False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def content_key(new: NewRewrite) -> str:
+    """What makes two rewrites the same: file, region hash, code, compile args, targets."""
+    parts = [new.file, new.region_hash, new.code, list(new.compile_args), new.targets]
+    return hashlib.sha256(dumps(parts).encode()).hexdigest()
+
+
+def _new_rewrite_row(new: NewRewrite, key: str) -> RewriteRow:
+    return RewriteRow(
+        file=new.file,
+        region_name=new.region_name,
+        region_hash=new.region_hash,
+        code=new.code,
+        explanation=new.explanation,
+        compile_args=dumps(list(new.compile_args)),
+        targets=None if new.targets is None else dumps(list(new.targets)),
+        context=None if new.context is None else context_to_json(new.context),
+        statistics=json.dumps(new.statistics),
+        model=new.model,
+        trace=json.dumps(new.trace),
+        origin=new.origin,
+        state=RewriteState.PROPOSED.value,
+        suspect="",
+        created_at=now(),
+        content_key=key,
+        decisions=[],
+    )
+
+
+def _region_record(row: RegionRow) -> RegionRecord:
+    return RegionRecord(
+        id=row.id,
+        file=row.file,
+        name=row.name,
+        kind=row.kind,
+        start_line=row.start_line,
+        end_line=row.end_line,
+        text_hash=row.text_hash,
+        text=row.text,
+        first_seen=row.first_seen,
+        last_seen=row.last_seen,
+        compiles=tuple(
+            CompileRecord(
+                output=c.output,
+                command=tuple(json.loads(c.command)),
+                cwd=c.cwd,
+                context=context_from_json(c.context),
+                last_seen=c.last_seen,
+            )
+            for c in row.compiles
+        ),
+    )
+
+
+def _rewrite_record(row: RewriteRow) -> Rewrite:
+    return Rewrite(
+        id=row.id,
+        file=row.file,
+        region_name=row.region_name,
+        region_hash=row.region_hash,
+        code=row.code,
+        explanation=row.explanation,
+        compile_args=tuple(json.loads(row.compile_args)),
+        targets=None if row.targets is None else tuple(json.loads(row.targets)),
+        context=None if row.context is None else context_from_json(row.context),
+        statistics=json.loads(row.statistics),
+        model=row.model,
+        trace=json.loads(row.trace),
+        origin=row.origin,
+        state=RewriteState(row.state),
+        suspect=row.suspect,
+        created_at=row.created_at,
+        decisions=tuple(
+            Decision(
+                rewrite_id=row.id,
+                from_state=RewriteState(d.from_state),
+                to_state=RewriteState(d.to_state),
+                reason=d.reason,
+                at=d.at,
+                forced=d.forced,
+            )
+            for d in row.decisions
+        ),
+    )

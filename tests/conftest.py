@@ -1,0 +1,58 @@
+"""Shared fixtures: the installed `nvcc-opt` script, a private store, object comparison."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+TMPXFT = re.compile(rb"tmpxft_[0-9a-f]+_[0-9a-f]+(-\d+)?")
+
+
+def normalized(path: Path) -> bytes:
+    """An object's bytes with nvcc's per-run `tmpxft_<pid>_...` names made equal."""
+    return TMPXFT.sub(b"tmpxft_X", path.read_bytes())
+
+
+@pytest.fixture(scope="session")
+def exe() -> str:
+    """The console script pip installed beside this interpreter (absolute shebang)."""
+    script = Path(sys.executable).parent / "nvcc-opt"
+    if not script.exists():
+        found = shutil.which("nvcc-opt")
+        assert found, "install the package first: pip install -e '.[dev]'"
+        return found
+    return str(script)
+
+
+@pytest.fixture
+def store_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private store for this test, via the environment, as a user would set it."""
+    db = tmp_path / "state" / "store.db"
+    monkeypatch.setenv("NVCC_OPT_STORE", str(db))
+    monkeypatch.delenv("NVCC_OPT_ACTIVE", raising=False)
+    yield db
+
+
+def nvcc_available() -> bool:
+    return shutil.which("nvcc") is not None
+
+
+def gpu_available() -> bool:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    return subprocess.run([smi], capture_output=True).returncode == 0
+
+
+needs_nvcc = pytest.mark.skipif(not nvcc_available(), reason="nvcc not installed")
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, env={**os.environ, **(env or {})})

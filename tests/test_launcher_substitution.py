@@ -1,0 +1,173 @@
+"""Substitution: accepted rewrites reach the object; everything else fails open (real nvcc)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nvcc_opt import review
+from nvcc_opt.records import NewRewrite
+from nvcc_opt.regions.scan import scan
+from nvcc_opt.store.api import Store
+from tests.conftest import needs_nvcc, run
+
+pytestmark = needs_nvcc
+
+SOURCE = """\
+#include <cstdio>
+// @optimize begin variant
+const char* variant() { return "variant-original"; }
+__global__ void scale(float* x, float a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+// @optimize end
+// @optimize
+const char* other() { return "other-original"; }
+static_assert(__LINE__ == 12, "lines after the regions keep their numbers");
+"""
+REWRITE = """\
+const char* variant() { return "variant-REWRITTEN"; }
+__global__ void scale(float* __restrict__ x, float a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] * a;
+}
+"""
+FLAGGED = """\
+#ifdef NVCC_OPT_TEST_FLAG
+const char* other() { return "other-FLAGGED"; }
+#else
+const char* other() { return "other-UNFLAGGED"; }
+#endif
+"""
+COMPILE = ["nvcc", "-c", "k.cu", "-arch=sm_90", "-o", "k.o", "-MD", "-MT", "k.o", "-MF", "k.o.d"]
+
+
+def _accept(
+    store_db: Path,
+    source: Path,
+    name: str,
+    code: str,
+    args: tuple[str, ...] = (),
+    targets: tuple[str, ...] | None = None,
+) -> int:
+    region = next(r for r in scan(source.read_bytes()).regions if r.name == name)
+    with Store.open(store_db) as store:
+        rewrite, _ = store.add_rewrite(
+            NewRewrite(
+                file=str(source.resolve()),
+                region_name=name,
+                region_hash=region.text_hash,
+                code=code,
+                compile_args=args,
+                targets=targets,
+            )
+        )
+        review.decide(store, rewrite.id, "accept", "test")
+    return rewrite.id
+
+
+def _build(tmp_path: Path, exe: str) -> tuple[int, bytes, bytes]:
+    done = run([exe, *COMPILE], tmp_path)
+    return done.returncode, done.stderr, (tmp_path / "k.o").read_bytes()
+
+
+def test_accepted_rewrite_is_in_the_object(tmp_path: Path, exe: str, store_env: Path) -> None:
+    source = tmp_path / "k.cu"
+    source.write_text(SOURCE)
+    code, err, obj = _build(tmp_path, exe)
+    assert code == 0, err
+    assert b"variant-original" in obj
+    _accept(store_env, source, "variant", REWRITE)
+    code, err, obj = _build(tmp_path, exe)
+    assert code == 0, err
+    assert b"variant-REWRITTEN" in obj and b"variant-original" not in obj
+    assert b"other-original" in obj
+    assert source.read_text() == SOURCE, "the source tree is never edited"
+
+
+def test_depfile_names_the_original_and_the_stamps(
+    tmp_path: Path, exe: str, store_env: Path
+) -> None:
+    source = tmp_path / "k.cu"
+    source.write_text(SOURCE)
+    _accept(store_env, source, "variant", REWRITE)
+    code, err, _ = _build(tmp_path, exe)
+    assert code == 0, err
+    dep = (tmp_path / "k.o.d").read_text()
+    assert dep.startswith("k.o")
+    assert " k.cu" in dep
+    assert ".nvcc-opt" not in dep
+    assert dep.count(".stamp") == 2  # one per region
+    stamps = [w for w in dep.split() if w.endswith(".stamp")]
+    assert all(Path(s).exists() and Path(s).is_relative_to(store_env.parent) for s in stamps)
+
+
+def test_compile_args_reach_only_this_compile(tmp_path: Path, exe: str, store_env: Path) -> None:
+    source = tmp_path / "k.cu"
+    source.write_text(SOURCE)
+    _accept(store_env, source, "other", FLAGGED, args=("-DNVCC_OPT_TEST_FLAG=1",))
+    code, err, obj = _build(tmp_path, exe)
+    assert code == 0, err
+    assert b"other-FLAGGED" in obj
+
+
+def test_conflicting_compile_args_apply_neither(tmp_path: Path, exe: str, store_env: Path) -> None:
+    source = tmp_path / "k.cu"
+    source.write_text(SOURCE)
+    _accept(store_env, source, "variant", REWRITE, args=("-maxrregcount=32",))
+    _accept(store_env, source, "other", FLAGGED, args=("-maxrregcount=64",))
+    code, err, obj = _build(tmp_path, exe)
+    assert code == 0, err
+    assert b"flags conflict" in err and b"k.cu:" in err
+    assert b"variant-original" in obj and b"other-original" in obj
+
+
+def test_rewrite_for_other_targets_is_not_applied(
+    tmp_path: Path, exe: str, store_env: Path
+) -> None:
+    source = tmp_path / "k.cu"
+    source.write_text(SOURCE)
+    _accept(store_env, source, "variant", REWRITE, targets=("compute_80", "sm_80"))
+    code, err, obj = _build(tmp_path, exe)
+    assert code == 0, err
+    assert b"variant-original" in obj
+
+
+def test_broken_rewrite_builds_the_original_and_says_so_once(
+    tmp_path: Path, exe: str, store_env: Path
+) -> None:
+    source = tmp_path / "k.cu"
+    source.write_text(SOURCE)
+    rewrite_id = _accept(store_env, source, "variant", "const char* variant() { return nope; }\n")
+    code, err, obj = _build(tmp_path, exe)
+    assert code == 0
+    assert f"#{rewrite_id}".encode() in err and b"suspect" in err
+    assert b"variant-original" in obj
+    code, err, _ = _build(tmp_path, exe)
+    assert code == 0 and b"suspect" not in err
+    with Store.open(store_env) as store:
+        assert "nope" in store.rewrite(rewrite_id).suspect
+
+
+def test_corrupt_store_fails_open(tmp_path: Path, exe: str, store_env: Path) -> None:
+    source = tmp_path / "k.cu"
+    source.write_text(SOURCE)
+    store_env.parent.mkdir(parents=True)
+    store_env.write_bytes(b"this is not a database" * 100)
+    code, err, obj = _build(tmp_path, exe)
+    assert code == 0
+    assert b"nvcc-opt:" in err and b"store" in err
+    assert b"variant-original" in obj
+
+
+def test_disable_switch_passes_everything_through(
+    tmp_path: Path, exe: str, store_env: Path
+) -> None:
+    source = tmp_path / "k.cu"
+    source.write_text(SOURCE)
+    _accept(store_env, source, "variant", REWRITE)
+    done = run([exe, *COMPILE], tmp_path, env={"NVCC_OPT_DISABLE": "1"})
+    assert done.returncode == 0
+    assert b"variant-original" in (tmp_path / "k.o").read_bytes()
