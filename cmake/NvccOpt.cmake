@@ -49,21 +49,18 @@ function(_nvcc_opt_position launcher out)
   set(${out} ${position} PARENT_SCOPE)
 endfunction()
 
-# Warns when nvcc-opt sits behind another launcher (ccache, say) in `launcher`.
-function(_nvcc_opt_check_order launcher where)
-  _nvcc_opt_position("${launcher}" position)
-  if(position GREATER 0)
-    list(JOIN launcher ";" shown)
-    message(WARNING
-      "nvcc-opt: ${where} is \"${shown}\": a launcher before nvcc-opt sees nvcc-opt as the "
-      "compiler (ccache stops caching). Put nvcc-opt first, e.g. "
-      "-DCMAKE_CUDA_COMPILER_LAUNCHER=\"nvcc-opt;ccache\".")
-  endif()
-endfunction()
+# A launcher in front of nvcc-opt would see nvcc-opt as its compiler (ccache stops caching).
+_nvcc_opt_position("${CMAKE_CUDA_COMPILER_LAUNCHER}" _nvcc_opt_at)
+if(_nvcc_opt_at GREATER 0)
+  message(WARNING
+    "nvcc-opt: CMAKE_CUDA_COMPILER_LAUNCHER is \"${CMAKE_CUDA_COMPILER_LAUNCHER}\": a launcher "
+    "before nvcc-opt sees nvcc-opt as the compiler (ccache stops caching). Put nvcc-opt first: "
+    "-DCMAKE_CUDA_COMPILER_LAUNCHER=\"nvcc-opt;ccache\".")
+endif()
+unset(_nvcc_opt_at)
 
-_nvcc_opt_check_order("${CMAKE_CUDA_COMPILER_LAUNCHER}" "CMAKE_CUDA_COMPILER_LAUNCHER")
-
-# Puts nvcc-opt in front of each target's CUDA launcher, keeping the launchers it had after it.
+# Puts nvcc-opt in front of each target's CUDA launcher, the launchers it had after it (an
+# nvcc-opt already in the list, in any place, moves to the front).
 function(nvcc_opt_enable)
   if(NOT NVCC_OPT_EXECUTABLE OR NOT EXISTS "${NVCC_OPT_EXECUTABLE}")
     message(WARNING
@@ -80,7 +77,6 @@ function(nvcc_opt_enable)
     if(NOT launcher)
       set(launcher "")
     endif()
-    _nvcc_opt_check_order("${launcher}" "the CUDA_COMPILER_LAUNCHER of ${target}")
     set(others "")
     foreach(item IN LISTS launcher)
       _nvcc_opt_is_launcher("${item}" is_it)

@@ -18,7 +18,9 @@ CONFIG_NAME = "nvcc-opt.toml"
 
 
 def default_store() -> Path:
-    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "share"
+    )
     return Path(data) / "nvcc-opt" / "store.db"
 
 

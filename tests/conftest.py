@@ -54,5 +54,7 @@ def gpu_available() -> bool:
 needs_nvcc = pytest.mark.skipif(not nvcc_available(), reason="nvcc not installed")
 
 
-def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+def run(
+    cmd: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(cmd, cwd=cwd, capture_output=True, env={**os.environ, **(env or {})})

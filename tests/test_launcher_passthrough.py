@@ -43,7 +43,11 @@ def test_same_object_and_output_as_plain_nvcc(
     tmp_path: Path, exe: str, store_env: Path, text: str, extra: list[str]
 ) -> None:
     plain, ours = _compile_both(tmp_path, exe, text, extra)
-    assert (ours.returncode, ours.stdout, ours.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    assert (ours.returncode, ours.stdout, ours.stderr) == (
+        plain.returncode,
+        plain.stdout,
+        plain.stderr,
+    )
     assert normalized(tmp_path / "k.o") == normalized(tmp_path / "plain.o")
 
 
@@ -53,7 +57,11 @@ def test_errors_and_warnings_pass_through_unchanged(
 ) -> None:
     plain, ours = _compile_both(tmp_path, exe, text, [])
     assert plain.stderr
-    assert (ours.returncode, ours.stdout, ours.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    assert (ours.returncode, ours.stdout, ours.stderr) == (
+        plain.returncode,
+        plain.stdout,
+        plain.stderr,
+    )
 
 
 @pytest.mark.parametrize("args", [["--version"], ["-E", "k.cu"], ["-M", "k.cu"]])
@@ -63,7 +71,11 @@ def test_non_compile_modes_pass_straight_through(
     (tmp_path / "k.cu").write_text(TAGGED)
     plain = run(["nvcc", *args], tmp_path)
     ours = run([exe, "nvcc", *args], tmp_path)
-    assert (ours.returncode, ours.stdout, ours.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    assert (ours.returncode, ours.stdout, ours.stderr) == (
+        plain.returncode,
+        plain.stdout,
+        plain.stderr,
+    )
     assert not store_env.exists()
 
 
@@ -83,9 +95,7 @@ def test_missing_compiler_is_a_clear_error(tmp_path: Path, exe: str) -> None:
 def test_fast_path_imports_nothing_heavy(tmp_path: Path, exe: str, store_env: Path) -> None:
     """An untagged compile must not import sqlite3, hashlib or the launcher's slow path."""
     (tmp_path / "k.cu").write_text(KERNEL)
-    done = run(
-        [exe, "true", "-c", "k.cu"], tmp_path, env={"PYTHONPROFILEIMPORTTIME": "1"}
-    )
+    done = run([exe, "true", "-c", "k.cu"], tmp_path, env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert done.returncode == 0
     imported = {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()}
     assert "nvcc_opt.entry" in imported
@@ -110,7 +120,9 @@ def test_tagged_compile_records_the_region(tmp_path: Path, exe: str, store_env: 
     assert "release" in compile_.context.compiler_version
 
 
-def test_ccache_behind_the_launcher_keeps_working(tmp_path: Path, exe: str, store_env: Path) -> None:
+def test_ccache_behind_the_launcher_keeps_working(
+    tmp_path: Path, exe: str, store_env: Path
+) -> None:
     ccache = shutil.which("ccache")
     if ccache is None:
         pytest.skip("ccache not installed")

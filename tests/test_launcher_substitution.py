@@ -171,3 +171,22 @@ def test_disable_switch_passes_everything_through(
     done = run([exe, *COMPILE], tmp_path, env={"NVCC_OPT_DISABLE": "1"})
     assert done.returncode == 0
     assert b"variant-original" in (tmp_path / "k.o").read_bytes()
+
+
+def test_quoted_includes_resolve_as_for_the_original(
+    tmp_path: Path, exe: str, store_env: Path
+) -> None:
+    """The copy lives elsewhere; "conf.h" must still be the one beside the original, even when
+    an -I folder holds another conf.h (appending the source folder would pick that one)."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "src" / "conf.h").write_text('#define CONF "conf-beside-source"\n')
+    (tmp_path / "inc" / "conf.h").write_text('#define CONF "conf-from-include-path"\n')
+    source = tmp_path / "src" / "k.cu"
+    source.write_text(SOURCE.replace("#include <cstdio>", '#include "conf.h"'))
+    _accept(store_env, source, "variant", REWRITE.replace('"variant-REWRITTEN"', "CONF"))
+    cmd = [exe, "nvcc", "-Iinc", "-c", "src/k.cu", "-arch=sm_90", "-o", "k.o"]
+    done = run(cmd, tmp_path)
+    assert done.returncode == 0, done.stderr
+    obj = (tmp_path / "k.o").read_bytes()
+    assert b"conf-beside-source" in obj and b"conf-from-include-path" not in obj

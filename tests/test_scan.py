@@ -290,10 +290,11 @@ BLOCK_CASES = {
 }
 
 
+REGION_CASES: dict[str, tuple[str, list[tuple[str, int, int]]]] = {**FUNCTION_CASES, **BLOCK_CASES}
+
+
 @pytest.mark.parametrize(
-    ("source", "expected"),
-    list({**FUNCTION_CASES, **BLOCK_CASES}.values()),
-    ids=list({**FUNCTION_CASES, **BLOCK_CASES}),
+    ("source", "expected"), list(REGION_CASES.values()), ids=list(REGION_CASES)
 )
 def test_regions(source: str, expected: list[tuple[str, int, int]]) -> None:
     result = _scan(source)

@@ -214,7 +214,7 @@ def test_quoted_includes_resolve_like_the_original(
     before, after, plain, odd = _quote_dir_flags(src_dir)[form]
     outcome = plain if dir_name == "src" else odd
     depfile = tmp_path / "copy.d"
-    flags = [*before, f"-I{other}", "-MD", "-MF", depfile, *after]
+    flags = [*before, f"-I{other}", "-MD", "-MF", str(depfile), *after]
     spliced = _nvcc(*flags, copy, "-o", tmp_path / "copy.o", cwd=tmp_path)
     output = spliced.stdout + spliced.stderr
     assert (spliced.returncode == 0) == (outcome == "right"), output
@@ -223,4 +223,3 @@ def test_quoted_includes_resolve_like_the_original(
         dependencies = depfile.read_text().replace("\\ ", " ")
         assert str(src_dir / "helper.cuh") in dependencies
         assert str(other / "helper.cuh") not in dependencies
-

@@ -145,11 +145,12 @@ def _compile_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
     """Compile the copy; on failure return the errors (the caller decides whose fault)."""
     job = tagged.job
     try:
+        include = quote_include(job.source)
         copy = write_copy(tagged.source, tagged.plan.applied, job.source, job.output, os.getcwd())
     except (OSError, ValueError) as exc:
         notice(f"could not splice {job.source} ({exc}); compiling the original")
         return None, 1, ""
-    args = ["-I" + os.path.dirname(tagged.file), *argv.with_source(job, copy)]
+    args = [include, *argv.with_source(job, copy)]
     command = tagged.chain.command([*args, *tagged.plan.extra_args])
     try:
         done = subprocess.run(command, env=_env(), capture_output=True)
@@ -163,6 +164,16 @@ def _compile_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
         sys.stderr.flush()
         return copy, 0, ""
     return None, done.returncode, done.stderr.decode(errors="replace") or "compiler failed"
+
+
+def quote_include(source: str) -> str:
+    """Quoted includes of the copy resolve as for the original: `-iquote` the source's folder,
+    as spelled (so `__FILE__` in headers is unchanged), quoted (nvcc splits values at commas and
+    runs gcc through sh). `-I` would also change where `<...>` includes look."""
+    folder = os.path.dirname(source) or "."
+    if any(c in folder for c in '"$`\\\n'):
+        raise ValueError(f"cannot pass folder {folder!r} through nvcc safely")
+    return f'-Xcompiler=-iquote,"{folder}"'
 
 
 def _suspect(tagged: Tagged, errors: str) -> None:

@@ -41,7 +41,7 @@ def flag_key(arg: str) -> str:
 
 
 def conflicts(first: Sequence[str], second: Sequence[str]) -> list[str]:
-    """Options both sets give with different values (`-gencode` may repeat, so it never conflicts)."""
+    """Options both sets give with different values (repeatable options never conflict)."""
     repeatable = {"-gencode", "--generate-code", "-Xptxas", "-Xcompiler", "-D", "-I"}
     mine = {flag_key(a): a for a in first if flag_key(a) not in repeatable}
     found = []

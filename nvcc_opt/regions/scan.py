@@ -249,7 +249,7 @@ class _Walker:
         """(form, name) of a pragma, form being function, begin or end; None: ignore it."""
         form = "function"
         if words and words[0] in (b"begin", b"end"):
-            form = words.pop(0).decode()
+            form, words = words[0].decode(), words[1:]
         elif words and b"=" not in words[0]:
             self.warn(line, f"unknown @optimize word {_show(words[0])}; pragma ignored")
             return None
@@ -293,10 +293,9 @@ class _Walker:
         """The line after the pragma, or the pragma's own line when code follows it there."""
         _, start, end = self.toks[index]
         last = self.line(end - 1)
-        after = self.toks[index + 1] if index + 1 < len(self.toks) else None
-        if after is not None and after[0] != COMMENT and self.line(after[1]) == last:
-            return self.line(start)
-        return last + 1
+        after = self.toks[index + 1] if index + 1 < len(self.toks) else (COMMENT, 0, 0)
+        code_follows = after[0] not in (COMMENT, UNTERMINATED) and self.line(after[1]) == last
+        return self.line(start) if code_follows else last + 1
 
     def _add(self, kind: str, name: str, pragma_line: int, start_line: int, end_line: int) -> None:
         if end_line < start_line:
@@ -354,8 +353,7 @@ class _Definition:
         operator: tuple[str, int] | None = None
         initializers = False  # inside a constructor's `: a(x), b{y}` list
         while i < len(self.toks):
-            kind, start, _ = self.toks[i]
-            if kind in (COMMENT, UNTERMINATED) and i in self.pragmas:
+            if i in self.pragmas:
                 return "another @optimize pragma comes before a function definition"
             if depth == 0 and self.word(i) == b"template":
                 i = self._skip_template(i + 1)
