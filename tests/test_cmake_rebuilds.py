@@ -142,6 +142,6 @@ def test_compiler_checks_through_environment_launcher(
         )
         info = next(build.rglob("CMakeCUDACompiler.cmake")).read_text()
         results.append(
-            sorted(l for l in info.splitlines() if "COMPILER_VERSION" in l or "_ID " in l)
+            sorted(x for x in info.splitlines() if "COMPILER_VERSION" in x or "_ID " in x)
         )
     assert results[0] == results[2] and results[1] == results[3]
