@@ -209,7 +209,7 @@ def _load(path: Path, model: type[_RawT]) -> _RawT:
         raise CMakeApiError(f"cannot read CMake File API reply {path}: {exc.strerror}") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
+        where = ".".join(str(part) for part in first["loc"]) or "file"
         raise CMakeApiError(
             f"invalid CMake File API reply {path}: {where}: {first['msg']}"
         ) from exc

@@ -8,12 +8,13 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from nvcc_opt.launcher.plan import plan
+from nvcc_opt.launcher.plan import Plan, plan
 from nvcc_opt.records import (
     AcceptedRewrite,
     CompileContext,
     CompileRecord,
     RegionRecord,
+    RegionSpan,
     Rewrite,
     RewriteState,
 )
@@ -25,118 +26,204 @@ def context_changes(verified: CompileContext | None, now: CompileContext | None)
     """Names of the context fields that differ between a verification and the latest compile."""
     if verified is None or now is None:
         return []
-    changed = []
-    for field in dataclasses.fields(CompileContext):
-        if getattr(verified, field.name) != getattr(now, field.name):
-            changed.append(field.name)
-    return changed
+    return [
+        field.name
+        for field in dataclasses.fields(CompileContext)
+        if getattr(verified, field.name) != getattr(now, field.name)
+    ]
 
 
 def latest_compile(region: RegionRecord) -> CompileRecord | None:
     return max(region.compiles, key=lambda c: c.last_seen, default=None)
 
 
-def status(store: Store) -> list[dict[str, Any]]:
-    rows = []
-    rewrites = store.rewrites()
-    for region in store.regions():
-        last = latest_compile(region)
-        mine = [r for r in rewrites if r.file == region.file and r.region_hash == region.text_hash]
-        rows.append(
+def _context_json(context: CompileContext | None) -> dict[str, Any] | None:
+    return None if context is None else dataclasses.asdict(context)
+
+
+def _rewrite_row(rewrite: Rewrite, last: CompileRecord | None) -> dict[str, Any]:
+    return {
+        "id": rewrite.id,
+        "state": rewrite.state.value,
+        "suspect": rewrite.suspect,
+        "targets": None if rewrite.targets is None else list(rewrite.targets),
+        "verified": rewrite.context is not None,
+        "verified_context": _context_json(rewrite.context),
+        "context_changed": context_changes(rewrite.context, last.context if last else None),
+    }
+
+
+def _region_row(region: RegionRecord, current: bool, mine: list[Rewrite]) -> dict[str, Any]:
+    last = latest_compile(region)
+    return {
+        "file": region.file,
+        "name": region.name,
+        "kind": region.kind,
+        "lines": [region.start_line, region.end_line],
+        "text_hash": region.text_hash,
+        "first_seen": region.first_seen,
+        "last_seen": region.last_seen,
+        "current": current,
+        "compiles": [
             {
-                "file": region.file,
-                "name": region.name,
-                "lines": [region.start_line, region.end_line],
-                "text_hash": region.text_hash,
-                "last_seen": region.last_seen,
-                "compiles": [
-                    {"output": c.output, "cwd": c.cwd, "command": list(c.command)}
-                    for c in region.compiles
-                ],
-                "rewrites": [
-                    {
-                        "id": r.id,
-                        "state": r.state.value,
-                        "suspect": r.suspect,
-                        "context_changed": context_changes(
-                            r.context, last.context if last else None
-                        ),
-                    }
-                    for r in mine
-                ],
+                "output": c.output,
+                "cwd": c.cwd,
+                "command": list(c.command),
+                "context": _context_json(c.context),
+                "last_seen": c.last_seen,
             }
+            for c in region.compiles
+        ],
+        "rewrites": [_rewrite_row(r, last) for r in mine],
+    }
+
+
+def status(store: Store) -> dict[str, Any]:
+    """Every region seen (`current`: its latest text) with its rewrites, and the rewrites of
+    region text no build has seen."""
+    rewrites = store.rewrites()
+    regions = store.regions()
+    newest: dict[tuple[str, str], str] = {}
+    for region in regions:
+        key = (region.file, region.name)
+        newest[key] = max(newest.get(key, ""), region.last_seen)
+    seen = {(region.file, region.text_hash) for region in regions}
+    rows = [
+        _region_row(
+            region,
+            region.last_seen == newest[(region.file, region.name)],
+            [r for r in rewrites if (r.file, r.region_hash) == (region.file, region.text_hash)],
         )
-    return rows
+        for region in regions
+    ]
+    unseen = [
+        {**_rewrite_row(r, None), "file": r.file, "region": r.region_name, "text_hash": r.region_hash}
+        for r in rewrites
+        if (r.file, r.region_hash) not in seen
+    ]
+    return {"regions": rows, "unseen_rewrites": unseen}
 
 
-def format_status(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return "no regions seen yet: build with the nvcc-opt launcher first\n"
-    out = []
-    for row in rows:
-        first, last = row["lines"]
-        out.append(f"{row['file']}:{first}-{last} {row['name']} {row['text_hash'][:12]}")
-        for compile_ in row["compiles"]:
-            out.append(f"  compiled in {compile_['cwd']}: {shlex.join(compile_['command'])}")
-        for rewrite in row["rewrites"]:
-            line = f"  rewrite #{rewrite['id']} {rewrite['state']}"
-            if rewrite["suspect"]:
-                line += f" (suspect: {rewrite['suspect']})"
-            if rewrite["context_changed"]:
-                line += f" (changed since verification: {', '.join(rewrite['context_changed'])})"
-            out.append(line)
-        if not row["rewrites"]:
-            out.append("  no rewrites")
+def _format_rewrite(rewrite: dict[str, Any]) -> str:
+    line = f"rewrite #{rewrite['id']} {rewrite['state']}"
+    if rewrite["suspect"]:
+        line += f"; suspect: {rewrite['suspect']}"
+    if not rewrite["verified"]:
+        line += "; never verified"
+    elif rewrite["context_changed"]:
+        line += f"; changed since verification: {', '.join(rewrite['context_changed'])}"
+    return line
+
+
+def _format_region(row: dict[str, Any]) -> list[str]:
+    first, last = row["lines"]
+    head = f"{row['file']}:{first}-{last} {row['name']} ({row['kind']}), text {row['text_hash'][:12]}"
+    if not row["current"]:
+        head += f"; older text, last seen {row['last_seen']}"
+    out = [head]
+    for compile_ in row["compiles"]:
+        out.append(f"  compiled in {compile_['cwd']}: {shlex.join(compile_['command'])}")
+    out.extend(f"  {_format_rewrite(r)}" for r in row["rewrites"])
+    if not row["rewrites"]:
+        out.append("  no rewrites")
+    return out
+
+
+def format_status(report: dict[str, Any]) -> str:
+    out: list[str] = []
+    for row in report["regions"]:
+        out.extend(_format_region(row))
+    if not report["regions"]:
+        out.append("no regions seen yet: build with the nvcc-opt launcher first")
+    if report["unseen_rewrites"]:
+        out.append("rewrites of region text no build has seen:")
+    for r in report["unseen_rewrites"]:
+        where = f"{r['file']} {r['region']} (text {r['text_hash'][:12]})"
+        out.append(f"  {where}: {_format_rewrite(r)}")
     return "\n".join(out) + "\n"
 
 
-def _as_accepted(rewrite: Rewrite) -> AcceptedRewrite:
+def _as_accepted(rewrite: Rewrite, bound: bool) -> AcceptedRewrite:
     return AcceptedRewrite(
         id=rewrite.id,
         region_hash=rewrite.region_hash,
         code=rewrite.code,
         compile_args=rewrite.compile_args,
-        targets=rewrite.targets,
+        targets=rewrite.targets if bound else None,
         suspect=rewrite.suspect,
     )
 
 
+def _latest_targets(records: list[RegionRecord]) -> list[tuple[str, ...]]:
+    """The GPU targets of each object file the file was last compiled into, distinct."""
+    latest: dict[str, CompileRecord] = {}
+    for record in records:
+        for c in record.compiles:
+            if c.output not in latest or c.last_seen > latest[c.output].last_seen:
+                latest[c.output] = c
+    return sorted({c.context.targets for c in latest.values()})
+
+
+def _ids(rewrites: list[Rewrite]) -> str:
+    return ", ".join(f"#{r.id}" for r in rewrites)
+
+
+def _why_not(region: RegionSpan, rewrites: list[Rewrite]) -> str:
+    """Why a region with no accepted rewrite for its text gets none."""
+    same = [r for r in rewrites if r.region_hash == region.text_hash]
+    reasons = []
+    proposed = [r for r in same if r.state is RewriteState.PROPOSED]
+    if proposed:
+        reasons.append(f"rewrite {_ids(proposed)} proposed, not accepted (nvcc-opt review)")
+    open_states = (RewriteState.PROPOSED, RewriteState.ACCEPTED)
+    other = [
+        r
+        for r in rewrites
+        if r.region_name == region.name and r.region_hash != region.text_hash
+        if r.state in open_states
+    ]
+    if other:
+        reasons.append(f"rewrite {_ids(other)} made for other text of this region: not applied")
+    closed = [f"#{r.id} {r.state.value}" for r in same if r.state not in open_states]
+    if closed and not reasons:
+        reasons.append("rewrite " + ", ".join(closed))
+    return "; ".join(reasons) or "no rewrite for this region in the store"
+
+
+def _why(decided: Plan, index: int, rewrites: list[Rewrite]) -> str:
+    outcome = decided.outcomes[index]
+    accepted = any(
+        r.state is RewriteState.ACCEPTED and r.region_hash == outcome.region.text_hash
+        for r in rewrites
+    )
+    # With an accepted rewrite for this text, the plan knows why (suspect, targets, flags).
+    return outcome.why if accepted else _why_not(outcome.region, rewrites)
+
+
+def _targets_label(targets: tuple[str, ...]) -> str:
+    return ",".join(targets) or "nvcc's default target"
+
+
 def explain(store: Store, file: Path) -> list[str]:
-    """One line per region of the file as it is now, plus scan warnings."""
+    """One line per region of the file as it is now, plus scan warnings. OSError if unreadable."""
     path = file.resolve()
-    source = path.read_bytes()
-    result = scan(source)
+    result = scan(path.read_bytes())
     lines = [f"{file}:{w.line}: warning: {w.message}" for w in result.warnings]
     if not result.regions:
-        lines.append(f"{file}: no @optimize regions")
-        return lines
+        return [*lines, f"{file}: no @optimize regions"]
     rewrites = store.rewrites(file=str(path))
-    accepted = [_as_accepted(r) for r in rewrites if r.state is RewriteState.ACCEPTED]
-    seen = {(r.name, r.text_hash): r for r in store.regions(file=str(path))}
-    for region in result.regions:
-        record = seen.get((region.name, region.text_hash))
-        last = latest_compile(record) if record else None
-        targets = last.context.targets if last else ()
-        outcome = plan([region], accepted, targets).outcomes[0]
-        why = outcome.why
-        if outcome.rewrite is None:
-            why = _why_not(region.text_hash, region.name, rewrites, why)
-        if last is None:
-            why += " (not compiled through nvcc-opt yet)"
+    records = store.regions(file=str(path))
+    targets = _latest_targets(records)
+    accepted = [_as_accepted(r, bool(targets)) for r in rewrites if r.state is RewriteState.ACCEPTED]
+    plans = [(t, plan(result.regions, accepted, t)) for t in targets or [()]]
+    compiled = {(r.name, r.text_hash) for r in records}
+    for index, region in enumerate(result.regions):
+        whys = {t: _why(decided, index, rewrites) for t, decided in plans}
+        if len(set(whys.values())) == 1:
+            why = next(iter(whys.values()))
+        else:
+            why = "; ".join(f"for {_targets_label(t)}: {w}" for t, w in whys.items())
+        if (region.name, region.text_hash) not in compiled:
+            why += " (this text not compiled through nvcc-opt yet)"
         lines.append(f"{file}:{region.start_line}-{region.end_line} {region.name}: {why}")
     return lines
-
-
-def _why_not(text_hash: str, name: str, rewrites: list[Rewrite], why: str) -> str:
-    same = [r for r in rewrites if r.region_hash == text_hash]
-    if any(r.state is RewriteState.ACCEPTED for r in same):
-        return why
-    proposed = [f"#{r.id}" for r in same if r.state is RewriteState.PROPOSED]
-    if proposed:
-        return f"rewrite {', '.join(proposed)} proposed, not accepted (nvcc-opt review)"
-    stale = [f"#{r.id}" for r in rewrites if r.region_name == name and r.region_hash != text_hash]
-    if stale:
-        return f"rewrite {', '.join(stale)} was made for other text of this region: not applied"
-    if same:
-        return "its rewrites were rejected or revoked"
-    return "no rewrite in the store"

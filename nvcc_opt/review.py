@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from nvcc_opt import paths
@@ -22,12 +23,23 @@ ACTIONS = {
 }
 
 
-def decide(store: Store, rewrite_id: int, action: str, reason: str = "") -> Rewrite:
-    before = store.rewrite(rewrite_id)
+@dataclass(frozen=True)
+class Decided:
+    rewrite: Rewrite
+    warning: str  # "" or why the next build may not notice the decision
+
+
+def decide(store: Store, rewrite_id: int, action: str, reason: str = "") -> Decided:
+    """Record the decision (StoreError if not allowed), then touch the stamp if builds care."""
     after = store.decide(rewrite_id, ACTIONS[action], reason)
-    if RewriteState.ACCEPTED in (before.state, after.state):
-        paths.touch_stamp(paths.stamp_path(store.path, after.file, after.region_name))
-    return after
+    if RewriteState.ACCEPTED not in (after.decisions[-1].from_state, after.state):
+        return Decided(after, "")  # rejecting a proposal changes nothing a build uses
+    stamp = paths.stamp_path(store.path, after.file, after.region_name)
+    try:
+        paths.touch_stamp(stamp)
+    except OSError as exc:
+        return Decided(after, f"cannot touch {stamp} ({exc.strerror}): rebuild {after.file} by hand")
+    return Decided(after, "")
 
 
 def current_region(rewrite: Rewrite) -> tuple[str | None, str]:

@@ -19,12 +19,12 @@ PROMPT = {
 
 @click.command()
 @click.option("--list", "list_", is_flag=True, help="List rewrites and their states.")
-@click.option("--json", "as_json", is_flag=True, help="With --list: machine-readable.")
+@click.option("--json", "as_json", is_flag=True, help="List as JSON (implies --list).")
 @click.option("--all", "all_", is_flag=True, help="Include rejected and revoked rewrites.")
-@click.option("--accept", "accept", type=int, multiple=True, metavar="ID")
-@click.option("--reject", "reject", type=int, multiple=True, metavar="ID")
-@click.option("--revoke", "revoke", type=int, multiple=True, metavar="ID")
-@click.option("--reason", default="", help="Why: kept with the decision.")
+@click.option("--accept", type=int, multiple=True, metavar="ID", help="Accept a proposed rewrite.")
+@click.option("--reject", type=int, multiple=True, metavar="ID", help="Reject a proposed rewrite.")
+@click.option("--revoke", type=int, multiple=True, metavar="ID", help="Revoke an accepted rewrite.")
+@click.option("--reason", default="", help="Why: kept with each decision.")
 @click.pass_context
 def review(
     ctx: click.Context,
@@ -38,25 +38,31 @@ def review(
 ) -> None:
     """Accept, reject or revoke rewrites; without options, step through them interactively.
 
-    Accepting or revoking touches the region's stamp: the next build recompiles exactly the
-    translation units that hold it.
+    Decisions given as options run in the order accepts, rejects, revokes, and stop at the first
+    that is not allowed. Accepting or revoking touches the region's stamp: the next build
+    recompiles exactly the translation units that hold it.
     """
+    actions = [("accept", i) for i in accept] + [("reject", i) for i in reject]
+    actions += [("revoke", i) for i in revoke]
     with open_store(ctx) as store:
-        actions = [("accept", i) for i in accept] + [("reject", i) for i in reject]
-        actions += [("revoke", i) for i in revoke]
-        if actions:
-            for action, rewrite_id in actions:
-                _decide(store, rewrite_id, action, reason)
-        elif list_:
+        for action, rewrite_id in actions:
+            _decide(store, rewrite_id, action, reason)
+        if list_ or as_json:
             _list(store, as_json, all_)
-        else:
-            _interactive(store, all_)
+        elif not actions:
+            _interactive(store, all_, reason)
 
 
 def _shown(store: Store, all_: bool) -> list[Rewrite]:
     if all_:
         return store.rewrites()
     return store.rewrites(states=[RewriteState.PROPOSED, RewriteState.ACCEPTED])
+
+
+def _line(r: Rewrite) -> str:
+    flags = f" [{' '.join(r.compile_args)}]" if r.compile_args else ""
+    suspect = " SUSPECT" if r.suspect else ""
+    return f"#{r.id} {r.state.value:<8} {r.file} {r.region_name}{flags}{suspect}"
 
 
 def _list(store: Store, as_json: bool, all_: bool) -> None:
@@ -67,30 +73,38 @@ def _list(store: Store, as_json: bool, all_: bool) -> None:
     if not rewrites:
         click.echo("no rewrites")
     for r in rewrites:
-        flags = f" [{' '.join(r.compile_args)}]" if r.compile_args else ""
-        suspect = " SUSPECT" if r.suspect else ""
-        click.echo(f"#{r.id} {r.state.value:<8} {r.file} {r.region_name}{flags}{suspect}")
+        click.echo(_line(r))
 
 
 def _decide(store: Store, rewrite_id: int, action: str, reason: str) -> None:
+    """One decision; a refused one is a ClickException (exit code 1, its message)."""
     try:
-        rewrite = decisions.decide(store, rewrite_id, action, reason)
+        done = decisions.decide(store, rewrite_id, action, reason)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from exc
+    rewrite = done.rewrite
     click.echo(f"#{rewrite.id} {rewrite.state.value}: {rewrite.file} {rewrite.region_name}")
+    if done.warning:
+        click.echo(f"warning: {done.warning}", err=True)
 
 
-def _interactive(store: Store, all_: bool) -> None:
+def _interactive(store: Store, all_: bool, reason: str) -> None:
     rewrites = [r for r in _shown(store, all_) if r.state in PROMPT]
     if not rewrites:
         click.echo("nothing to review")
         return
     for rewrite in rewrites:
-        click.echo(decisions.describe(rewrite))
+        click.echo(_line(rewrite))
+    for rewrite in rewrites:
+        click.echo("\n" + decisions.describe(rewrite), nl=False)
         question, keys = PROMPT[rewrite.state]
-        choice = click.prompt(question, type=click.Choice([*keys, "s", "q"]), default="s")
+        choices = click.Choice([*keys, "s", "q"])
+        choice = click.prompt(question, type=choices, default="s", show_choices=False)
         if choice == "q":
             return
         if choice in keys:
-            reason = click.prompt("reason", default="", show_default=False)
-            _decide(store, rewrite.id, keys[choice], reason)
+            why = click.prompt("reason", default=reason, show_default=False)
+            try:
+                _decide(store, rewrite.id, keys[choice], why)
+            except click.ClickException as exc:
+                click.echo(f"error: {exc.message}", err=True)

@@ -24,6 +24,10 @@ VERSION = 1
 HEX = frozenset("0123456789abcdef")
 
 
+def _is_hash(word: str, minimum: int = 8) -> bool:
+    return len(word) >= minimum and set(word.lower()) <= HEX
+
+
 class ContextIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     compiler_version: str = ""
@@ -51,6 +55,13 @@ class RewriteIn(BaseModel):
     region_name: str | None = None  # written by export: the name when `region` is not found
     region_hash: str | None = None  # written by export: the text the rewrite was made for
     state: str | None = None  # written by export; ignored (imports are proposed)
+
+    @field_validator("region_hash")
+    @classmethod
+    def _full_hash(cls, value: str | None) -> str | None:
+        if value is not None and not _is_hash(value, 64):
+            raise ValueError("must be the region text's sha256: 64 hex digits")
+        return None if value is None else value.lower()
 
 
 class Bundle(BaseModel):
@@ -159,10 +170,6 @@ def _context(entry: ContextIn | None) -> CompileContext | None:
     )
 
 
-def _is_hash(word: str, minimum: int = 8) -> bool:
-    return len(word) >= minimum and set(word.lower()) <= HEX
-
-
 def _match(entry: RewriteIn, regions: tuple[RegionSpan, ...]) -> list[RegionSpan]:
     word = entry.region
     by_name = [r for r in regions if r.name == word]
@@ -188,7 +195,7 @@ def resolve(store: Store, entry: RewriteIn, root: Path, where: str) -> tuple[New
         raise ImportFileError(f"{where}: file not found: {file}")
     regions = scan(file.read_bytes()).regions
     match = _match(entry, regions)
-    given = (entry.region_hash or "").lower()
+    given = entry.region_hash or ""
     if len(match) > 1:
         raise ImportFileError(f"{where}: region {entry.region!r} is ambiguous in {file}")
     if match:

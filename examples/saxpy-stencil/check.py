@@ -34,9 +34,7 @@ def problems(returncode: int, stdout: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    run = subprocess.run(
-        ["sh", str(RUN_SH), *argv], capture_output=True, text=True, check=False
-    )
+    run = subprocess.run(["sh", str(RUN_SH), *argv], capture_output=True, text=True, check=False)
     sys.stdout.write(run.stdout)
     sys.stderr.write(run.stderr)
     found = problems(run.returncode, run.stdout)

@@ -1,0 +1,198 @@
+"""A `-j64` build through the real launcher while rewrites are imported and reviewed, one store.
+
+The compiler is a fake `nvcc` (64 real nvcc compiles would take minutes on a small machine); the
+launchers, the store and the `import` and `review` commands are the real installed ones.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from nvcc_opt.records import NewRewrite, Rewrite, RewriteState
+from nvcc_opt.regions.scan import scan
+from nvcc_opt.store.api import Store
+
+LAUNCHERS = 64
+IMPORTED = range(0, 32)  # files whose rewrites arrive through a concurrent `nvcc-opt import`
+ACCEPT = range(32, 48)  # pre-imported rewrites the concurrent reviewer accepts
+REJECT = range(48, 56)
+REVOKE = range(56, 64)  # accepted, then revoked by a later review command
+
+# Copies its source into the -o object and writes a depfile for -MF, once the test opens the gate
+# (a lock the test holds): all 64 launchers are alive at once, and their store writes come while
+# review commands are writing too.
+FAKE_NVCC = """\
+#!/bin/sh
+src= out= dep= target=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --version) echo "Cuda compilation tools, release 13.0, fake"; exit 0 ;;
+    -o) shift; out=$1 ;;
+    -MF) shift; dep=$1 ;;
+    -MT) shift; target=$1 ;;
+    *.cu) src=$1 ;;
+  esac
+  shift
+done
+flock -s @GATE@ true
+cat "$src" > "$out"
+[ -z "$dep" ] || printf '%s : %s\\n' "${target:-$out}" "$src" > "$dep"
+"""
+
+
+def kernel(i: int) -> str:
+    return f"// @optimize\n__global__ void k{i}(float* x) {{ x[0] = {i}; }}\n"
+
+
+def rewrite_code(i: int) -> str:
+    return f"__global__ void k{i}(float* __restrict__ x) {{ x[0] = {i}.0f; }}\n"
+
+
+def write_project(root: Path, gate: Path) -> Path:
+    (root / "src").mkdir()
+    (root / "obj").mkdir()
+    for i in range(LAUNCHERS):
+        (root / "src" / f"k{i}.cu").write_text(kernel(i))
+    fake = root / "bin" / "nvcc"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_NVCC.replace("@GATE@", shlex.quote(str(gate))))
+    fake.chmod(0o755)
+    return fake
+
+
+def pre_import(db: Path, root: Path) -> dict[int, int]:
+    """Add the rewrites the reviewer will decide on: file index -> rewrite id."""
+    ids = {}
+    with Store.open(db) as store:
+        for i in range(IMPORTED.stop, LAUNCHERS):
+            source = root / "src" / f"k{i}.cu"
+            region = scan(source.read_bytes()).regions[0]
+            new = NewRewrite(str(source), region.name, region.text_hash, rewrite_code(i))
+            ids[i] = store.add_rewrite(new)[0].id
+    return ids
+
+
+def write_bundle(root: Path) -> Path:
+    entries = [
+        {"file": f"k{i}.cu", "region": f"k{i}", "code": rewrite_code(i), "model": "test"}
+        for i in IMPORTED
+    ]
+    bundle = root / "bundle.json"
+    bundle.write_text(
+        json.dumps({"format": "nvcc-opt/rewrites", "version": 1, "rewrites": entries})
+    )
+    return bundle
+
+
+def review_commands(exe: str, ids: dict[int, int]) -> list[list[str]]:
+    """Four review commands run one after another, so decisions spread over the build."""
+
+    def flags(option: str, files: range) -> list[str]:
+        return [word for i in files for word in (option, str(ids[i]))]
+
+    return [
+        [exe, "review", *flags("--accept", ACCEPT[:8]), "--reason", "first batch"],
+        [exe, "review", *flags("--reject", REJECT), *flags("--accept", REVOKE)],
+        [exe, "review", *flags("--accept", ACCEPT[8:]), "--reason", "second batch"],
+        [exe, "review", *flags("--revoke", REVOKE), "--reason", "changed my mind"],
+    ]
+
+
+def start(command: list[str], cwd: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def launch(exe: str, fake: Path, root: Path) -> list[subprocess.Popen[bytes]]:
+    processes = []
+    for i in range(LAUNCHERS):
+        obj = f"obj/k{i}.o"
+        command = [exe, str(fake), "-c", f"src/k{i}.cu", "-arch=sm_90", "-o", obj]
+        processes.append(start([*command, "-MD", "-MT", obj, "-MF", f"{obj}.d"], root))
+    return processes
+
+
+def finish(processes: list[subprocess.Popen[bytes]]) -> list[tuple[int, bytes, bytes]]:
+    return [(p.returncode, *p.communicate(timeout=60)) for p in processes]
+
+
+def expected_moves(i: int) -> list[tuple[RewriteState, RewriteState]]:
+    proposed, accepted = RewriteState.PROPOSED, RewriteState.ACCEPTED
+    if i in ACCEPT:
+        return [(proposed, accepted)]
+    if i in REJECT:
+        return [(proposed, RewriteState.REJECTED)]
+    return [(proposed, accepted), (accepted, RewriteState.REVOKED)]
+
+
+def moves(rewrite: Rewrite) -> list[tuple[RewriteState, RewriteState]]:
+    return [(d.from_state, d.to_state) for d in rewrite.decisions]
+
+
+def test_parallel_build_with_import_and_review(tmp_path: Path, exe: str, store_env: Path) -> None:
+    fake = write_project(tmp_path)
+    ids = pre_import(store_env, tmp_path)
+    bundle = write_bundle(tmp_path)
+    reviews: list[subprocess.CompletedProcess[bytes]] = []
+    imports: list[subprocess.CompletedProcess[bytes]] = []
+    import_command = [exe, "import", str(bundle), "--root", "src"]
+    threads = [
+        threading.Thread(target=run_in_order, args=(review_commands(exe, ids), tmp_path, reviews)),
+        *(
+            threading.Thread(target=run_in_order, args=([import_command], tmp_path, imports))
+            for _ in range(2)  # the same file twice at once: each rewrite must land once
+        ),
+    ]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    launchers = launch(exe, fake, tmp_path)
+    outputs = [process.communicate() for process in launchers]
+    for thread in threads:
+        thread.join()
+    assert time.monotonic() - started < 60
+
+    for i, (process, (out, err)) in enumerate(zip(launchers, outputs, strict=True)):
+        assert (process.returncode, out, err) == (0, b"", b""), f"launcher {i}"
+        dep = (tmp_path / "obj" / f"k{i}.o.d").read_text()
+        assert f"src/k{i}.cu" in dep and ".nvcc-opt" not in dep and dep.count(".stamp") == 1
+    for done in [*reviews, *imports]:
+        assert done.returncode == 0 and done.stderr == b"", done.stderr.decode()
+    imported_lines = b"".join(done.stdout for done in imports).splitlines()
+    assert sum(b" imported " in line for line in imported_lines) == len(IMPORTED)
+    assert sum(b" already present " in line for line in imported_lines) == len(IMPORTED)
+
+    with Store.open(store_env) as store:
+        regions = store.regions()
+        rewrites = store.rewrites()
+    assert sorted(r.file for r in regions) == sorted(
+        str(tmp_path / "src" / f"k{i}.cu") for i in range(LAUNCHERS)
+    )
+    for region in regions:
+        assert [c.output for c in region.compiles] == [
+            str(tmp_path / "obj" / (Path(region.file).stem + ".o"))
+        ]
+    by_file = {Path(r.file).stem: r for r in rewrites}
+    assert len(rewrites) == len(by_file) == LAUNCHERS, "one rewrite per file, none duplicated"
+    for i in range(LAUNCHERS):
+        rewrite = by_file[f"k{i}"]
+        assert rewrite.code == rewrite_code(i)
+        if i in IMPORTED:
+            assert (rewrite.state, rewrite.decisions, rewrite.model) == (
+                RewriteState.PROPOSED,
+                (),
+                "test",
+            )
+        else:
+            assert moves(rewrite) == expected_moves(i), f"rewrite of k{i}"
+            assert rewrite.state == expected_moves(i)[-1][1]
+
+    records = [c.last_seen for r in regions for c in r.compiles]
+    decisions = [d.at for r in rewrites for d in r.decisions]
+    assert min(decisions) < max(records) and min(records) < max(decisions), "they overlapped"
+    with sqlite3.connect(store_env) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
