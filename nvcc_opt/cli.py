@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
@@ -12,6 +14,9 @@ from nvcc_opt import report, transfer
 from nvcc_opt.cli_common import open_store as _open
 from nvcc_opt.records import RewriteState
 from nvcc_opt.review_cli import review
+from nvcc_opt.store.api import StoreError
+
+T = TypeVar("T")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -39,12 +44,12 @@ def cli(ctx: click.Context, store: Path | None) -> None:
 def status(ctx: click.Context, as_json: bool) -> None:
     """Every region the build has seen, how it was compiled, and its rewrites."""
     with _open(ctx) as store:
-        rows = report.status(store)
+        found = _read(lambda: report.status(store))
         if as_json:
-            click.echo(json.dumps({"store": str(store.path), "regions": rows}, indent=2))
+            click.echo(json.dumps({"store": str(store.path), **found}, indent=2))
         else:
             click.echo(f"store: {store.path}")
-            click.echo(report.format_status(rows), nl=False)
+            click.echo(report.format_status(found), nl=False)
 
 
 @cli.command()
@@ -53,7 +58,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
 def explain(ctx: click.Context, file: Path) -> None:
     """Why each region of FILE does or does not get a rewrite."""
     with _open(ctx) as store:
-        for line in report.explain(store, file):
+        for line in _read(lambda: report.explain(store, file)):
             click.echo(line)
 
 
@@ -67,18 +72,18 @@ def explain(ctx: click.Context, file: Path) -> None:
 )
 @click.pass_context
 def import_(ctx: click.Context, file: Path, root: Path) -> None:
-    """Add the rewrites of FILE (JSON, as `export` writes) as proposed."""
+    """Add the rewrites of FILE (JSON, as `export` writes) as proposed.
+
+    Every entry is checked first: if any is bad, nothing is stored.
+    """
     with _open(ctx) as store:
-        try:
-            results = transfer.import_file(store, file, root.resolve())
-        except transfer.ImportError_ as exc:
-            raise click.ClickException(str(exc)) from exc
-        for result in results:
-            if result.warning:
-                click.echo(f"warning: {result.warning}", err=True)
-            word = "imported" if result.created else "already present"
-            rewrite = result.rewrite
-            click.echo(f"#{rewrite.id} {word} ({rewrite.state.value}): {rewrite.region_name}")
+        results = _read(lambda: transfer.import_file(store, file, root.resolve()))
+    for result in results:
+        if result.warning:
+            click.echo(f"warning: {result.warning}", err=True)
+        word = "imported" if result.created else "already present"
+        rewrite = result.rewrite
+        click.echo(f"#{rewrite.id} {word} ({rewrite.state.value}): {rewrite.region_name}")
 
 
 @cli.command()
@@ -90,17 +95,36 @@ def import_(ctx: click.Context, file: Path, root: Path) -> None:
     multiple=True,
     help="States to export (repeatable; default: accepted).",
 )
-@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    help="Write files below this folder relative to it (default: here).",
+)
 @click.pass_context
 def export(ctx: click.Context, output: str, states: tuple[str, ...], root: Path) -> None:
-    """Write rewrites as JSON (to OUTPUT, default stdout), paths relative to --root."""
+    """Write rewrites as JSON that `import` reads (to OUTPUT, default stdout)."""
     chosen = [RewriteState(s) for s in states] or [RewriteState.ACCEPTED]
     with _open(ctx) as store:
-        text = json.dumps(transfer.export(store, chosen, root.resolve()), indent=2) + "\n"
+        data = _read(lambda: transfer.export(store, chosen, root.resolve()))
+    text = json.dumps(data, indent=2) + "\n"
     if output == "-":
         sys.stdout.write(text)
-    else:
+        return
+    try:
         Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc.strerror}") from exc
+
+
+def _read(work: Callable[[], T]) -> T:
+    """Run a command's work; what a user can fix becomes a message and exit code 1."""
+    try:
+        return work()
+    except (StoreError, transfer.ImportFileError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    except OSError as exc:
+        raise click.ClickException(f"{exc.filename}: {exc.strerror}") from exc
 
 
 cli.add_command(review)

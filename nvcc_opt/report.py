@@ -97,7 +97,12 @@ def status(store: Store) -> dict[str, Any]:
         for region in regions
     ]
     unseen = [
-        {**_rewrite_row(r, None), "file": r.file, "region": r.region_name, "text_hash": r.region_hash}
+        {
+            **_rewrite_row(r, None),
+            "file": r.file,
+            "region": r.region_name,
+            "text_hash": r.region_hash,
+        }
         for r in rewrites
         if (r.file, r.region_hash) not in seen
     ]
@@ -117,7 +122,9 @@ def _format_rewrite(rewrite: dict[str, Any]) -> str:
 
 def _format_region(row: dict[str, Any]) -> list[str]:
     first, last = row["lines"]
-    head = f"{row['file']}:{first}-{last} {row['name']} ({row['kind']}), text {row['text_hash'][:12]}"
+    head = (
+        f"{row['file']}:{first}-{last} {row['name']} ({row['kind']}), text {row['text_hash'][:12]}"
+    )
     if not row["current"]:
         head += f"; older text, last seen {row['last_seen']}"
     out = [head]
@@ -214,7 +221,9 @@ def explain(store: Store, file: Path) -> list[str]:
     rewrites = store.rewrites(file=str(path))
     records = store.regions(file=str(path))
     targets = _latest_targets(records)
-    accepted = [_as_accepted(r, bool(targets)) for r in rewrites if r.state is RewriteState.ACCEPTED]
+    accepted = [
+        _as_accepted(r, bool(targets)) for r in rewrites if r.state is RewriteState.ACCEPTED
+    ]
     plans = [(t, plan(result.regions, accepted, t)) for t in targets or [()]]
     compiled = {(r.name, r.text_hash) for r in records}
     for index, region in enumerate(result.regions):

@@ -38,7 +38,9 @@ def decide(store: Store, rewrite_id: int, action: str, reason: str = "") -> Deci
     try:
         paths.touch_stamp(stamp)
     except OSError as exc:
-        return Decided(after, f"cannot touch {stamp} ({exc.strerror}): rebuild {after.file} by hand")
+        return Decided(
+            after, f"cannot touch {stamp} ({exc.strerror}): rebuild {after.file} by hand"
+        )
     return Decided(after, "")
 
 
@@ -115,7 +117,9 @@ def describe(rewrite: Rewrite) -> str:
         lines.append(f"  SUSPECT: {rewrite.suspect}")
     for decision in rewrite.decisions:
         why = f": {decision.reason}" if decision.reason else ""
-        lines.append(f"  {decision.at} {decision.from_state.value} -> {decision.to_state.value}{why}")
+        lines.append(
+            f"  {decision.at} {decision.from_state.value} -> {decision.to_state.value}{why}"
+        )
     if rewrite.explanation:
         lines.append("  explanation: " + rewrite.explanation.strip().replace("\n", "\n    "))
     return "\n".join(lines) + "\n" + diff(rewrite)

@@ -6,16 +6,19 @@ launchers, the store and the `import` and `review` commands are the real install
 
 from __future__ import annotations
 
+import fcntl
 import json
+import shlex
 import sqlite3
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 from nvcc_opt.records import NewRewrite, Rewrite, RewriteState
 from nvcc_opt.regions.scan import scan
 from nvcc_opt.store.api import Store
+
+Done = tuple[int, bytes, bytes]  # exit code, stdout, stderr
 
 LAUNCHERS = 64
 IMPORTED = range(0, 32)  # files whose rewrites arrive through a concurrent `nvcc-opt import`
@@ -116,8 +119,29 @@ def launch(exe: str, fake: Path, root: Path) -> list[subprocess.Popen[bytes]]:
     return processes
 
 
-def finish(processes: list[subprocess.Popen[bytes]]) -> list[tuple[int, bytes, bytes]]:
-    return [(p.returncode, *p.communicate(timeout=60)) for p in processes]
+def finish(processes: list[subprocess.Popen[bytes]]) -> list[Done]:
+    outputs = [process.communicate(timeout=60) for process in processes]
+    return [(p.returncode, out, err) for p, (out, err) in zip(processes, outputs, strict=True)]
+
+
+def run_build(
+    tmp_path: Path, exe: str, fake: Path, gate: Path, ids: dict[int, int]
+) -> tuple[list[Done], list[Done]]:
+    """A build, two imports of one file and four review commands at once: (launchers, others).
+
+    The compiles wait at the gate until the first review command is done, so the launchers'
+    store writes race the later review commands.
+    """
+    bundle = write_bundle(tmp_path)
+    reviews = review_commands(exe, ids)
+    with gate.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        launchers = launch(exe, fake, tmp_path)
+        # The same file twice at once: each rewrite must land once.
+        imports = [start([exe, "import", str(bundle), "--root", "src"], tmp_path) for _ in "ab"]
+        first = finish([start(reviews[0], tmp_path)])
+    later = [finish([start(command, tmp_path)])[0] for command in reviews[1:]]
+    return finish(launchers), [*first, *later, *finish(imports)]
 
 
 def expected_moves(i: int) -> list[tuple[RewriteState, RewriteState]]:
@@ -134,35 +158,20 @@ def moves(rewrite: Rewrite) -> list[tuple[RewriteState, RewriteState]]:
 
 
 def test_parallel_build_with_import_and_review(tmp_path: Path, exe: str, store_env: Path) -> None:
-    fake = write_project(tmp_path)
-    ids = pre_import(store_env, tmp_path)
-    bundle = write_bundle(tmp_path)
-    reviews: list[subprocess.CompletedProcess[bytes]] = []
-    imports: list[subprocess.CompletedProcess[bytes]] = []
-    import_command = [exe, "import", str(bundle), "--root", "src"]
-    threads = [
-        threading.Thread(target=run_in_order, args=(review_commands(exe, ids), tmp_path, reviews)),
-        *(
-            threading.Thread(target=run_in_order, args=([import_command], tmp_path, imports))
-            for _ in range(2)  # the same file twice at once: each rewrite must land once
-        ),
-    ]
     started = time.monotonic()
-    for thread in threads:
-        thread.start()
-    launchers = launch(exe, fake, tmp_path)
-    outputs = [process.communicate() for process in launchers]
-    for thread in threads:
-        thread.join()
+    gate = tmp_path / "gate"
+    fake = write_project(tmp_path, gate)
+    ids = pre_import(store_env, tmp_path)
+    launchers, others = run_build(tmp_path, exe, fake, gate, ids)
     assert time.monotonic() - started < 60
 
-    for i, (process, (out, err)) in enumerate(zip(launchers, outputs, strict=True)):
-        assert (process.returncode, out, err) == (0, b"", b""), f"launcher {i}"
+    for i, (code, out, err) in enumerate(launchers):
+        assert (code, out, err) == (0, b"", b""), f"launcher {i}"
         dep = (tmp_path / "obj" / f"k{i}.o.d").read_text()
         assert f"src/k{i}.cu" in dep and ".nvcc-opt" not in dep and dep.count(".stamp") == 1
-    for done in [*reviews, *imports]:
-        assert done.returncode == 0 and done.stderr == b"", done.stderr.decode()
-    imported_lines = b"".join(done.stdout for done in imports).splitlines()
+    for code, _out, err in others:
+        assert (code, err) == (0, b""), err.decode()
+    imported_lines = b"".join(out for _, out, _ in others[-2:]).splitlines()
     assert sum(b" imported " in line for line in imported_lines) == len(IMPORTED)
     assert sum(b" already present " in line for line in imported_lines) == len(IMPORTED)
 

@@ -190,3 +190,46 @@ def test_quoted_includes_resolve_as_for_the_original(
     assert done.returncode == 0, done.stderr
     obj = (tmp_path / "k.o").read_bytes()
     assert b"conf-beside-source" in obj and b"conf-from-include-path" not in obj
+
+
+def test_unreadable_store_fails_open(tmp_path: Path, exe: str, store_env: Path) -> None:
+    source = tmp_path / "k.cu"
+    source.write_text(SOURCE)
+    store_env.mkdir(parents=True)  # a folder where the database should be
+    code, err, obj = _build(tmp_path, exe)
+    assert code == 0
+    assert b"nvcc-opt:" in err
+    assert b"variant-original" in obj
+
+
+def test_locked_store_waits_then_builds(tmp_path: Path, exe: str, store_env: Path) -> None:
+    """A writer holding the database (a review, an import) delays a compile; it never fails it."""
+    import sqlite3
+    import subprocess
+    import time
+
+    source = tmp_path / "k.cu"
+    source.write_text(SOURCE)
+    _accept(store_env, source, "variant", REWRITE)
+    holder = sqlite3.connect(store_env, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    compile_ = subprocess.Popen(
+        [exe, *COMPILE], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    time.sleep(3)
+    holder.execute("ROLLBACK")
+    holder.close()
+    _, err = compile_.communicate(timeout=120)
+    assert compile_.returncode == 0, err
+    assert b"variant-REWRITTEN" in (tmp_path / "k.o").read_bytes()
+    with Store.open(store_env) as store:
+        assert [r.name for r in store.regions()] == ["variant", "other"]
+
+
+def test_malformed_pragma_warns_with_file_and_line_and_builds(
+    tmp_path: Path, exe: str, store_env: Path
+) -> None:
+    (tmp_path / "k.cu").write_text(SOURCE.replace("#include <cstdio>", "// @optimize bgin"))
+    done = run([exe, *COMPILE], tmp_path)
+    assert done.returncode == 0
+    assert b"k.cu:1: warning: nvcc-opt:" in done.stderr
