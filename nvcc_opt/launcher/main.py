@@ -16,7 +16,7 @@ from pathlib import Path
 
 from nvcc_opt import paths
 from nvcc_opt.entry import GUARD
-from nvcc_opt.launcher import argv, chain, depfile, plan
+from nvcc_opt.launcher import argv, candidate, chain, depfile, plan
 from nvcc_opt.launcher.copy import write_copy
 from nvcc_opt.records import CompileContext, RegionSpan
 from nvcc_opt.regions.scan import region_text, scan
@@ -41,11 +41,15 @@ class Tagged:
     regions: tuple[RegionSpan, ...]
     plan: plan.Plan
     store: Path
+    candidate: bool = False  # a private tree's candidate compile: fail closed, record nothing
 
 
 def run(rest: list[str]) -> int:
     try:
         tagged = prepare(rest)
+    except candidate.CandidateError as exc:
+        notice(f"bad candidate: {exc}")
+        return 1
     except Exception as exc:  # fail open: never fail a build plain nvcc would pass
         notice(f"internal error ({type(exc).__name__}: {exc}); compiling the original")
         tagged = None
@@ -104,12 +108,24 @@ def prepare(rest: list[str]) -> Tagged | None:
         if paths.say_once(store, message):
             notice(message)
         accepted = []
+    proposal = candidate.load()
+    mine = proposal is not None and proposal.file == file
+    if proposal is not None and mine:
+        if proposal.region_hash not in {r.text_hash for r in result.regions}:
+            raise candidate.CandidateError(f"no region with hash {proposal.region_hash} in {file}")
+        accepted = [a for a in accepted if a.region_hash != proposal.region_hash]
+        accepted.append(proposal.as_rewrite())
     decided = plan.plan(result.regions, accepted, job.targets)
     for outcome in decided.outcomes:
+        dropped = outcome.rewrite is None and outcome.region.text_hash == getattr(
+            proposal, "region_hash", None
+        )
+        if mine and dropped:
+            raise candidate.CandidateError(outcome.why)
         if outcome.warn:
             sys.stderr.write(f"{job.source}:{outcome.region.pragma_line}: warning: nvcc-opt: ")
             sys.stderr.write(f"{outcome.why}\n")
-    return Tagged(found, job, file, source, result.regions, decided, store)
+    return Tagged(found, job, file, source, result.regions, decided, store, mine)
 
 
 def execute(tagged: Tagged) -> int:
@@ -125,6 +141,9 @@ def execute(tagged: Tagged) -> int:
     copy: str | None = None
     if tagged.plan.applied:
         copy, code, errors = _compile_substituted(tagged)
+        if code != 0 and tagged.candidate:
+            sys.stderr.write(errors)
+            return code
         if code != 0:
             copy = None
             code = _call(original)
@@ -135,7 +154,8 @@ def execute(tagged: Tagged) -> int:
     try:
         if code == 0:
             _fix_depfile(tagged, copy, [str(s) for s in stamps])
-        _record(tagged, _finish_version_probe(version))
+        if not tagged.candidate:
+            _record(tagged, _finish_version_probe(version))
     except Exception as exc:  # the object is built: report, never fail the build for this
         notice(f"internal error after compiling ({type(exc).__name__}: {exc})")
     return code
