@@ -54,3 +54,13 @@ def test_candidate_for_unknown_region_text_is_an_error(
     done = run([exe, *COMPILE], tmp_path, env)
     assert done.returncode == 1
     assert b"bad candidate" in done.stderr
+
+
+def test_candidate_file_is_a_dependency(tmp_path: Path, exe: str, store_env: Path) -> None:
+    """Writing the next candidate must make Ninja/Make rebuild the object."""
+    source = tmp_path / "k.cu"
+    source.write_text(SOURCE)
+    env = _candidate(tmp_path, source, REWRITE)
+    done = run([exe, *COMPILE], tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    assert env[candidate.ENV] in (tmp_path / "k.o.d").read_text()

@@ -151,6 +151,8 @@ def execute(tagged: Tagged) -> int:
                 _suspect(tagged, errors)
     else:
         code = _call(original)
+    if tagged.candidate:
+        stamps.append(Path(os.environ[candidate.ENV]))  # a new candidate rebuilds this object
     try:
         if code == 0:
             _fix_depfile(tagged, copy, [str(s) for s in stamps])
