@@ -7,10 +7,10 @@ here may import anything heavier than the standard library (the launcher imports
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class RewriteState(str, Enum):
+class RewriteState(StrEnum):
     """proposed -> accepted | rejected; accepted -> revoked. Nothing else."""
 
     PROPOSED = "proposed"

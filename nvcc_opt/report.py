@@ -37,6 +37,15 @@ def latest_compile(region: RegionRecord) -> CompileRecord | None:
     return max(region.compiles, key=lambda c: c.last_seen, default=None)
 
 
+def changed_since_verification(store: Store, rewrite: Rewrite) -> list[str]:
+    """Context fields in which the latest compile of the rewrite's region text differs from the
+    rewrite's verification; [] when never verified or never compiled."""
+    same = [r for r in store.regions(rewrite.file) if r.text_hash == rewrite.region_hash]
+    compiles = [c for r in same if (c := latest_compile(r)) is not None]
+    last = max(compiles, key=lambda c: c.last_seen, default=None)
+    return context_changes(rewrite.context, last.context if last else None)
+
+
 def _context_json(context: CompileContext | None) -> dict[str, Any] | None:
     return None if context is None else dataclasses.asdict(context)
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from nvcc_opt import paths
-from nvcc_opt.records import Rewrite, RewriteState
+from nvcc_opt.records import RegionSpan, Rewrite, RewriteState
 from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt.store.api import Store
 
@@ -44,32 +45,35 @@ def decide(store: Store, rewrite_id: int, action: str, reason: str = "") -> Deci
     return Decided(after, "")
 
 
-def current_region(rewrite: Rewrite) -> tuple[str | None, str]:
-    """The region's text in the file now, and a note when it is gone or has changed."""
+def current_region(rewrite: Rewrite) -> tuple[RegionSpan | None, str, str]:
+    """The region as it is in the file now (span, text), and a note when it is gone or changed."""
     try:
         source = Path(rewrite.file).read_bytes()
     except OSError as exc:
-        return None, f"cannot read {rewrite.file}: {exc.strerror}"
+        return None, "", f"cannot read {rewrite.file}: {exc.strerror}"
     regions = scan(source).regions
     for region in regions:
         if region.text_hash == rewrite.region_hash:
-            return region_text(source, region), ""
+            return region, region_text(source, region), ""
     for region in regions:
         if region.name == rewrite.region_name:
             note = "the region's text changed since this rewrite was made: it will not apply"
-            return region_text(source, region), note
-    return None, f"region {rewrite.region_name!r} is no longer in {rewrite.file}"
+            return region, region_text(source, region), note
+    return None, "", f"region {rewrite.region_name!r} is no longer in {rewrite.file}"
 
 
 def diff(rewrite: Rewrite) -> str:
-    text, note = current_region(rewrite)
-    before = (text or "").splitlines(keepends=True)
+    """A unified diff from the region as it is now to the rewrite, after any note."""
+    region, text, note = current_region(rewrite)
     after = rewrite.code.splitlines(keepends=True)
     if after and not after[-1].endswith("\n"):
         after[-1] += "\n"
-    label = f"{rewrite.file} ({rewrite.region_name})"
-    body = "".join(difflib.unified_diff(before, after, f"a/{label}", f"b/{label} #{rewrite.id}"))
-    return (f"note: {note}\n" if note else "") + (body or "no textual change\n")
+    where = f":{region.start_line}-{region.end_line}" if region else ""
+    now = f"{rewrite.file}{where} ({rewrite.region_name}, now)"
+    body = difflib.unified_diff(
+        text.splitlines(keepends=True), after, now, f"rewrite #{rewrite.id}"
+    )
+    return (f"note: {note}\n" if note else "") + ("".join(body) or "no textual change\n")
 
 
 def summary(rewrite: Rewrite) -> dict[str, object]:
@@ -100,8 +104,9 @@ def summary(rewrite: Rewrite) -> dict[str, object]:
     }
 
 
-def describe(rewrite: Rewrite) -> str:
-    """What the interactive review shows for one rewrite."""
+def describe(rewrite: Rewrite, changed: Sequence[str] = ()) -> str:
+    """What the interactive review shows for one rewrite; `changed`: context fields that differ
+    between its verification and the region's latest compile."""
     lines = [
         f"#{rewrite.id} [{rewrite.state.value}] {rewrite.file} region {rewrite.region_name!r}"
         f" ({rewrite.region_hash[:12]})",
@@ -111,6 +116,8 @@ def describe(rewrite: Rewrite) -> str:
         lines.append(f"  compile args: {' '.join(rewrite.compile_args)}")
     if rewrite.targets is not None:
         lines.append(f"  verified for: {', '.join(rewrite.targets)}")
+    if changed:
+        lines.append(f"  changed since verification: {', '.join(changed)}")
     if rewrite.statistics:
         lines.append(f"  numbers: {json.dumps(rewrite.statistics, sort_keys=True)}")
     if rewrite.suspect:

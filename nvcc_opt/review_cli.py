@@ -6,6 +6,7 @@ import json
 
 import click
 
+from nvcc_opt import report
 from nvcc_opt import review as decisions
 from nvcc_opt.cli_common import open_store
 from nvcc_opt.records import Rewrite, RewriteState
@@ -96,7 +97,8 @@ def _interactive(store: Store, all_: bool, reason: str) -> None:
     for rewrite in rewrites:
         click.echo(_line(rewrite))
     for rewrite in rewrites:
-        click.echo("\n" + decisions.describe(rewrite), nl=False)
+        changed = report.changed_since_verification(store, rewrite)
+        click.echo("\n" + decisions.describe(rewrite, changed), nl=False)
         question, keys = PROMPT[rewrite.state]
         choices = click.Choice([*keys, "s", "q"])
         choice = click.prompt(question, type=choices, default="s", show_choices=False)

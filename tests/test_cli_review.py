@@ -165,7 +165,7 @@ def test_interactive_refusal_is_reported_and_review_goes_on(db: Path, source: Pa
     assert invoke(db, "review", "--accept", str(first)).exit_code == 0
     result = invoke(db, "review", input="s\na\n\na\n\n")
     assert result.exit_code == 0, result.output
-    assert f"error: " in result.output and f"revoke #{first} first" in result.output
+    assert "error: " in result.output and f"revoke #{first} first" in result.output
     assert _rewrite(db, second).state is RewriteState.PROPOSED
     assert _rewrite(db, pair).state is RewriteState.ACCEPTED
 
