@@ -245,11 +245,11 @@ def import_file(store: Store, path: Path, root: Path) -> list[Imported]:
             problems.append(str(exc))
     if problems:
         raise ImportFileError("\n".join(problems))
-    results = []
-    for new, warning in resolved:
-        rewrite, created = store.add_rewrite(new)
-        results.append(Imported(rewrite, created, warning))
-    return results
+    stored = store.add_rewrites([new for new, _ in resolved])
+    return [
+        Imported(rewrite, created, warning)
+        for (rewrite, created), (_, warning) in zip(stored, resolved, strict=True)
+    ]
 
 
 def _relative(file: str, root: Path) -> str:

@@ -296,3 +296,19 @@ def test_find_region_by_name_hash_and_prefix(store: Store) -> None:
     with pytest.raises(StoreError, match="ambiguous"):
         store.find_region(FILE, HASH_A[:8])
     assert [r.text_hash for r in store.find_region(FILE, HASH_A[:63])] == [HASH_A]
+
+
+def test_add_rewrites_is_all_or_nothing(tmp_path: Path) -> None:
+    from nvcc_opt.records import NewRewrite
+    from nvcc_opt.store.api import Store, StoreError
+
+    good = NewRewrite(file="/x/k.cu", region_name="k", region_hash="a" * 64, code="ok")
+    bad = NewRewrite(
+        file="/x/k.cu", region_name="k", region_hash="b" * 64, code="x", statistics={"f": object()}
+    )
+    with Store.open(tmp_path / "s.db") as store:
+        with pytest.raises(StoreError):
+            store.add_rewrites([good, bad])
+        assert store.rewrites() == []
+        (first, created), (again, created_again) = store.add_rewrites([good, good])
+        assert created and not created_again and first.id == again.id

@@ -7,7 +7,7 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -136,21 +136,29 @@ class Store:
 
     def add_rewrite(self, new: NewRewrite) -> tuple[Rewrite, bool]:
         """Store `new` as PROPOSED: (rewrite, True). The same content again: (existing, False)."""
+        return self.add_rewrites([new])[0]
+
+    def add_rewrites(self, news: Sequence[NewRewrite]) -> list[tuple[Rewrite, bool]]:
+        """`add_rewrite` for several, in one transaction: all are stored, or none."""
         try:
-            row = _new_rewrite_row(new, content_key(new))
+            rows = [_new_rewrite_row(new, content_key(new)) for new in news]
         except (TypeError, ValueError) as exc:
             raise StoreError(f"nvcc-opt store {self.path}: cannot store rewrite: {exc}") from exc
+        results: list[tuple[Rewrite, bool]] = []
         with self._session(write=True) as session:
-            existing = session.scalars(
-                select(RewriteRow)
-                .options(_WITH_DECISIONS)
-                .where(RewriteRow.content_key == row.content_key)
-            ).one_or_none()
-            if existing is not None:
-                return _rewrite_record(existing), False
-            session.add(row)
-            session.flush()
-            return _rewrite_record(row), True
+            for row in rows:
+                existing = session.scalars(
+                    select(RewriteRow)
+                    .options(_WITH_DECISIONS)
+                    .where(RewriteRow.content_key == row.content_key)
+                ).one_or_none()
+                if existing is not None:
+                    results.append((_rewrite_record(existing), False))
+                    continue
+                session.add(row)
+                session.flush()
+                results.append((_rewrite_record(row), True))
+        return results
 
     def rewrite(self, rewrite_id: int) -> Rewrite:
         with self._session() as session:
