@@ -15,6 +15,7 @@ from nvcc_opt.cli_common import open_store as _open
 from nvcc_opt.records import RewriteState
 from nvcc_opt.review_cli import review
 from nvcc_opt.store.api import StoreError
+from nvcc_opt.tools.cli import tool_command
 
 T = TypeVar("T")
 
@@ -128,3 +129,4 @@ def _read(work: Callable[[], T]) -> T:
 
 
 cli.add_command(review)
+cli.add_command(tool_command)
