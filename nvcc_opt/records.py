@@ -112,6 +112,20 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class Verification:
+    """An independent verification of a rewrite: the verdict, its reasons and its numbers."""
+
+    rewrite_id: int
+    at: str
+    passed: bool
+    status: str  # "improved", "no improvement", "rejected", "held for review"
+    reasons: tuple[str, ...]
+    statistics: dict[str, object]
+    context: CompileContext | None  # what it was verified with (compiler, flags, file, targets)
+    machine: str
+
+
+@dataclass(frozen=True)
 class NewRewrite:
     """A rewrite as it arrives (import, later optimize), before the store gives it an id."""
 
@@ -148,6 +162,11 @@ class Rewrite:
     suspect: str  # "" or why the last substituted compile failed
     created_at: str
     decisions: tuple[Decision, ...] = ()
+    verifications: tuple[Verification, ...] = ()
+
+    @property
+    def last_verification(self) -> Verification | None:
+        return self.verifications[-1] if self.verifications else None
 
 
 @dataclass(frozen=True)

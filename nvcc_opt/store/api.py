@@ -25,16 +25,17 @@ from nvcc_opt.records import (
     RegionRecord,
     Rewrite,
     RewriteState,
+    Verification,
 )
 from nvcc_opt.store import migrations
 from nvcc_opt.store.errors import InvalidTransition, NotFound, StoreError
 from nvcc_opt.store.fast import context_from_json, context_to_json, dumps, now
-from nvcc_opt.store.schema import DecisionRow, RegionRow, RewriteRow
+from nvcc_opt.store.schema import DecisionRow, RegionRow, RewriteRow, VerificationRow
 
 __all__ = ["InvalidTransition", "NotFound", "Store", "StoreError"]
 
 _HEX_PREFIX = re.compile(r"[0-9a-f]{8,64}")
-_WITH_DECISIONS = selectinload(RewriteRow.decisions)
+_WITH_DECISIONS = (selectinload(RewriteRow.decisions), selectinload(RewriteRow.verifications))
 
 
 class Store:
@@ -149,7 +150,7 @@ class Store:
             for row in rows:
                 existing = session.scalars(
                     select(RewriteRow)
-                    .options(_WITH_DECISIONS)
+                    .options(*_WITH_DECISIONS)
                     .where(RewriteRow.content_key == row.content_key)
                 ).one_or_none()
                 if existing is not None:
@@ -172,7 +173,7 @@ class Store:
         states: Iterable[RewriteState] | None = None,
     ) -> list[Rewrite]:
         """Rewrites matching every filter given, oldest first."""
-        query = select(RewriteRow).options(_WITH_DECISIONS).order_by(RewriteRow.id)
+        query = select(RewriteRow).options(*_WITH_DECISIONS).order_by(RewriteRow.id)
         if file is not None:
             query = query.where(RewriteRow.file == os.path.abspath(file))
         if region_hash is not None:
@@ -229,6 +230,32 @@ class Store:
                 f" revoke #{other} first"
             )
 
+    def add_verification(self, verification: Verification) -> Rewrite:
+        """Keep an independent verification of a rewrite; return the rewrite with it."""
+        try:
+            row = VerificationRow(
+                rewrite_id=verification.rewrite_id,
+                at=verification.at or now(),
+                passed=verification.passed,
+                status=verification.status,
+                reasons=dumps(list(verification.reasons)),
+                statistics=dumps(verification.statistics),
+                context=None
+                if verification.context is None
+                else context_to_json(verification.context),
+                machine=verification.machine,
+            )
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"nvcc-opt store {self.path}: cannot store verification: {exc}"
+            ) from exc
+        with self._session(write=True) as session:
+            rewrite = self._rewrite_row(session, verification.rewrite_id)
+            session.add(row)
+            session.flush()
+            session.refresh(rewrite)
+            return _rewrite_record(rewrite)
+
     def clear_suspect(self, rewrite_id: int) -> None:
         """Forget that a substituted compile of this rewrite failed."""
         with self._session(write=True) as session:
@@ -236,7 +263,7 @@ class Store:
 
     def _rewrite_row(self, session: Session, rewrite_id: int) -> RewriteRow:
         row = session.scalars(
-            select(RewriteRow).options(_WITH_DECISIONS).where(RewriteRow.id == rewrite_id)
+            select(RewriteRow).options(*_WITH_DECISIONS).where(RewriteRow.id == rewrite_id)
         ).one_or_none()
         if row is None:
             raise NotFound(f"nvcc-opt store {self.path}: no rewrite #{rewrite_id}")
@@ -336,5 +363,18 @@ def _rewrite_record(row: RewriteRow) -> Rewrite:
                 forced=d.forced,
             )
             for d in row.decisions
+        ),
+        verifications=tuple(
+            Verification(
+                rewrite_id=row.id,
+                at=v.at,
+                passed=v.passed,
+                status=v.status,
+                reasons=tuple(json.loads(v.reasons)),
+                statistics=json.loads(v.statistics),
+                context=None if v.context is None else context_from_json(v.context),
+                machine=v.machine,
+            )
+            for v in row.verifications
         ),
     )

@@ -18,7 +18,10 @@ from datetime import UTC, datetime
 from nvcc_opt.records import AcceptedRewrite, CompileContext, RegionSpan, RewriteState
 from nvcc_opt.store.errors import StoreError
 
-SCHEMA_VERSION = 1  # must equal migrations.LATEST_VERSION (a test checks)
+SCHEMA_VERSION = 2  # must equal migrations.LATEST_VERSION (a test checks)
+# The oldest schema whose columns the fast path reads: a launcher never refuses a store that an
+# older nvcc-opt wrote only because a later migration added a table it does not read.
+READS_FROM = 1
 BUSY_TIMEOUT_S = 30.0  # long enough that a -j64 build never gives up waiting for a lock
 
 
@@ -84,7 +87,7 @@ def _version(conn: sqlite3.Connection) -> int:
 
 def _require_version(conn: sqlite3.Connection, db: str) -> None:
     version = _version(conn)
-    if version != SCHEMA_VERSION:
+    if not READS_FROM <= version <= SCHEMA_VERSION:
         raise FastStoreError(
             f"nvcc-opt store {db}: schema version {version}, this nvcc-opt reads {SCHEMA_VERSION}"
         )

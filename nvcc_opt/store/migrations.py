@@ -83,8 +83,28 @@ def _m1_create_tables(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX ix_decisions_rewrite_id ON decisions (rewrite_id)")
 
 
+def _m2_verifications(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """CREATE TABLE verifications (
+            id INTEGER NOT NULL PRIMARY KEY,
+            rewrite_id INTEGER NOT NULL REFERENCES rewrites (id) ON DELETE CASCADE,
+            at TEXT NOT NULL,
+            passed BOOLEAN NOT NULL,
+            status TEXT NOT NULL,
+            reasons TEXT NOT NULL,
+            statistics TEXT NOT NULL,
+            context TEXT,
+            machine TEXT NOT NULL
+        )"""
+    )
+    conn.execute("CREATE INDEX ix_verifications_rewrite_id ON verifications (rewrite_id)")
+
+
 # Migration N is MIGRATIONS[N - 1]. Append only; never edit one that has shipped.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_m1_create_tables,)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _m1_create_tables,
+    _m2_verifications,
+)
 LATEST_VERSION = len(MIGRATIONS)
 
 

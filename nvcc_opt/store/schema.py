@@ -75,6 +75,7 @@ class RewriteRow(Base):
     # sha256 over file, region hash, code, compile args and targets: imports are idempotent.
     content_key: Mapped[str] = mapped_column(Text)
     decisions: Mapped[list[DecisionRow]] = relationship(order_by="DecisionRow.id")
+    verifications: Mapped[list[VerificationRow]] = relationship(order_by="VerificationRow.id")
 
 
 class DecisionRow(Base):
@@ -89,3 +90,21 @@ class DecisionRow(Base):
     reason: Mapped[str] = mapped_column(Text)
     at: Mapped[str] = mapped_column(Text)  # ISO-8601 UTC
     forced: Mapped[bool] = mapped_column(Boolean)
+
+
+class VerificationRow(Base):
+    """One independent verification of a rewrite (`nvcc-opt verify`, or optimize's final one)."""
+
+    __tablename__ = "verifications"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    rewrite_id: Mapped[int] = mapped_column(
+        ForeignKey("rewrites.id", ondelete="CASCADE"), index=True
+    )
+    at: Mapped[str] = mapped_column(Text)  # ISO-8601 UTC
+    passed: Mapped[bool] = mapped_column(Boolean)
+    status: Mapped[str] = mapped_column(Text)  # the verdict's status
+    reasons: Mapped[str] = mapped_column(Text)  # JSON list
+    statistics: Mapped[str] = mapped_column(Text)  # JSON object
+    context: Mapped[str | None] = mapped_column(Text)  # JSON CompileContext verified with
+    machine: Mapped[str] = mapped_column(Text)  # host and GPU it ran on
