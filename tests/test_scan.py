@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from nvcc_opt.records import ScanResult
-from nvcc_opt.regions.scan import region_text, scan, tokenize
+from nvcc_opt.regions.scan import region_text, scan
 
 
 def _scan(text: str) -> ScanResult:
@@ -248,6 +248,147 @@ FUNCTION_CASES = {
         """,
         [],
     ),
+    "pragmas in defines and strings are not pragmas": (
+        r"""
+        #define TAGGED /* @optimize */ __device__
+        #define CONTINUED(x) x \
+        // @optimize
+        __global__ void after_define() {}
+        const char* r = R"(
+        // @optimize
+        )";
+        __global__ void after_string() {}
+        """,
+        [],
+    ),
+}
+
+CONDITIONAL_CASES = {
+    "a signature per branch": (
+        """
+        // @optimize
+        #ifdef USE_X
+        __global__ void k(A a) {
+        #else
+        __global__ void k(B b) {
+        #endif
+          use(a);
+        }
+        __global__ void after() {}
+        """,
+        [("k", 2, 8)],
+    ),
+    "unbalanced branches inside the body": (
+        """
+        // @optimize
+        __global__ void k(int* p, int a) {
+        #if defined(FAST)
+          if (a > 0) {
+        #elif defined(SAFE)
+          if (a > 1) {
+        #else
+          if (a > 2) {
+        #endif
+            *p = a;
+          }
+        }
+        __global__ void after() {}
+        """,
+        [("k", 2, 12)],
+    ),
+    "else branches that close and reopen": (
+        """
+        // @optimize
+        __global__ void k(int* p, int a) {
+          if (a) {
+        #ifdef X
+          } else if (a > 1) {
+        #else
+          } else {
+        #endif
+            *p = a;
+          }
+        }
+        __global__ void after() {}
+        """,
+        [("k", 2, 11)],
+    ),
+    "nested conditionals": (
+        """
+        // @optimize
+        #ifdef OUTER
+        #  ifdef INNER
+        __global__ void k(Inner x) {
+        #  else
+        __global__ void k(Outer x) {
+        #  endif
+        #else
+        __global__ void k(Plain x) {
+        #  if 0
+          }
+        #  endif
+        #endif
+          use(x);
+        }
+        __global__ void after() {}
+        """,
+        [("k", 2, 15)],
+    ),
+    "whole definitions in each branch": (
+        """
+        #ifdef FAST
+        // @optimize name=fast
+        __global__ void k(int* p) { *p = 1; }
+        #else
+        // @optimize name=slow
+        __global__ void k(int* p) {
+          *p = 2;
+        }
+        #endif
+        """,
+        [("fast", 3, 3), ("slow", 6, 8)],
+    ),
+    "if 0 takes the else branch": (
+        """
+        #if 0
+        // @optimize
+        __global__ void old(int* p) {
+        #else
+        // @optimize
+        __global__ void current(int* p) {
+        #endif
+          *p = 1;
+        }
+        """,
+        [("current", 6, 9)],
+    ),
+    "if 0 block with unbalanced braces in a body": (
+        """
+        // @optimize
+        __global__ void k(int* p) {
+        #if 0
+          if (*p) {
+            // @optimize
+        #endif
+          *p = 1;
+        }
+        __global__ void after() {}
+        """,
+        [("k", 2, 8)],
+    ),
+    "if 1 switches its else branch off": (
+        """
+        // @optimize
+        __global__ void k(int* p) {
+        #if 1
+          *p = 1;
+        #else
+          *p = 2; }
+        #endif
+        }
+        """,
+        [("k", 2, 8)],
+    ),
 }
 
 BLOCK_CASES = {
@@ -290,7 +431,11 @@ BLOCK_CASES = {
 }
 
 
-REGION_CASES: dict[str, tuple[str, list[tuple[str, int, int]]]] = {**FUNCTION_CASES, **BLOCK_CASES}
+REGION_CASES: dict[str, tuple[str, list[tuple[str, int, int]]]] = {
+    **FUNCTION_CASES,
+    **BLOCK_CASES,
+    **CONDITIONAL_CASES,
+}
 
 
 @pytest.mark.parametrize(
@@ -339,6 +484,11 @@ WARNING_CASES = {
     "malformed key": ("// @optimize 9x=1\nvoid f() {}\n", "malformed key=value", 1),
     "unknown key": ("// @optimize speed=fast\nvoid f() {}\n", "unknown @optimize key", 1),
     "mismatched end": ("// @optimize begin a\nint x;\n// @optimize end b\n", "closes", 3),
+    "skipped branch": (
+        "#ifdef A\nvoid f(A a) {\n#else\n// @optimize\nvoid f(B b) {\n#endif\n}\n",
+        "above the #if",
+        4,
+    ),
 }
 
 
@@ -394,16 +544,11 @@ def test_non_utf8_name() -> None:
     assert span.name == "caf\ufffd"
 
 
-def test_tokens_cover_literals_whole() -> None:
-    source = b'a = R"d(x)" y)d" + u8"z" + \'\\\'\';'
-    texts = [source[s:e] for _, s, e in tokenize(source)]
-    assert texts == [b"a", b"=", b'R"d(x)" y)d"', b"+", b"u8", b'"z"', b"+", b"'\\''", b";"]
-
-
 _FUZZ_PIECES = [
     b"// @optimize\n", b"/* @optimize */", b"// @optimize begin x\n", b"// @optimize end\n",
     b"/*", b"*/", b"//", b"{", b"}", b"(", b")", b"<", b">", b";", b":", b"::", b'"', b"'",
     b'R"x(', b')x"', b"#define A {\n", b"\\\n", b"\r\n", b"\n", b" ", b"\xff", b"\xe9",
+    b"#if 0\n", b"#if 1\n", b"#ifdef X\n", b"#elif Y\n", b"#else\n", b"#endif\n",
     b"void f", b"template", b"operator", b"__launch_bounds__(1)", b"name=", b"=", b"[[", b"]]",
 ]  # fmt: skip
 

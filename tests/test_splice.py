@@ -223,3 +223,30 @@ def test_quoted_includes_resolve_like_the_original(
         dependencies = depfile.read_text().replace("\\ ", " ")
         assert str(src_dir / "helper.cuh") in dependencies
         assert str(other / "helper.cuh") not in dependencies
+
+
+CONDITIONAL_SIGNATURE = """\
+struct A { int v; };
+struct B { long v; };
+// @optimize
+#ifdef USE_A
+__global__ void k(A* a) {
+#else
+__global__ void k(B* a) {
+#endif
+  a->v = 1;
+}
+static_assert(__LINE__ == 11, "line after the region");
+"""
+
+
+@pytest.mark.parametrize("define", [[], ["-DUSE_A"]])
+def test_nvcc_compiles_a_region_with_a_signature_per_branch(
+    tmp_path: Path, define: list[str]
+) -> None:
+    original = tmp_path / "cond.cu"
+    original.write_text(CONDITIONAL_SIGNATURE)
+    rewrite = "#ifdef USE_A\n__global__ void k(A* a) {\n#else\n__global__ void k(B* a) {\n"
+    copy = _write_copy(tmp_path, original, [rewrite + "#endif\n  a->v = 2;\n}\n"])
+    spliced = _nvcc(*define, copy, "-o", tmp_path / "copy.o", cwd=tmp_path)
+    assert (spliced.returncode, spliced.stdout, spliced.stderr) == (0, "", "")

@@ -1,7 +1,7 @@
 """Find `@optimize` regions in a CUDA source file (pure: bytes in, records out).
 
-A small C++ tokenizer (comments, string/char/raw-string literals, preprocessor lines) feeds a
-pragma walker, so braces and `@optimize` inside strings, comments or `#define`s never count.
+The lexer's tokens feed a pragma walker, so braces and `@optimize` inside strings, comments or
+`#define`s never count, and braces count in preprocessor branches the way ctags counts them.
 Problems become warnings; no input makes `scan` raise.
 """
 
@@ -11,165 +11,27 @@ import hashlib
 from bisect import bisect_right
 
 from nvcc_opt.records import RegionSpan, ScanResult, ScanWarning
+from nvcc_opt.regions.lexer import (
+    COMMENT,
+    PUNCT,
+    UNTERMINATED,
+    WORD,
+    Token,
+    read_branches,
+    tokenize,
+)
 
-COMMENT = 0
-STRING = 1  # string or char literal, raw strings included
-DIRECTIVE = 2  # a whole preprocessor line, continuations and comments included
-WORD = 3  # identifier, keyword or number
-PUNCT = 4  # a single byte of punctuation
-UNTERMINATED = 5  # a block comment or raw string that runs to the end of the input
-
-Token = tuple[int, int, int]  # (kind, start offset, end offset)
-
-_SPACE = frozenset(b" \t\r\n\f\v")
-_RAW_PREFIXES = frozenset((b"R", b"LR", b"uR", b"UR", b"u8R"))
-_BAD_RAW_DELIM = frozenset(b' ()\\\t\v\f\r\n"')
 _NOT_DIRECTLY_ABOVE = "@optimize must be directly above a function definition"
+_SKIPPED_BRANCH = (
+    "@optimize in an #elif/#else branch after one with unbalanced braces is ignored"
+    " (put it above the #if)"
+)
 # Words that take a parenthesised argument but never name the function being defined.
 _NOT_NAMES = frozenset(
     b"__launch_bounds__ __maxnreg__ __cluster_dims__ __attribute__ __declspec alignas __align__"
     b" decltype noexcept throw requires sizeof alignof static_assert if for while switch catch"
     b" return __device__ __host__ __global__ __forceinline__ __noinline__".split()
 )
-
-
-def _word_table() -> bytes:
-    table = bytearray(256)
-    for c in b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$":
-        table[c] = 1
-    table[0x80:] = b"\x01" * 0x80  # UTF-8 identifiers
-    return bytes(table)
-
-
-_IS_WORD = _word_table()
-
-
-def _continued(src: bytes, newline: int) -> bool:
-    """Whether the newline at `newline` is escaped by a backslash (CRLF aware)."""
-    j = newline - 1
-    if j >= 0 and src[j] == 13:
-        j -= 1
-    return j >= 0 and src[j] == 92
-
-
-def _line_comment_end(src: bytes, i: int) -> int:
-    while True:
-        nl = src.find(b"\n", i)
-        if nl < 0:
-            return len(src)
-        if not _continued(src, nl):
-            return nl
-        i = nl + 1
-
-
-def _quoted_end(src: bytes, i: int, quote: int) -> int:
-    """End of a string or char literal; an unterminated one stops at the end of its line."""
-    n = len(src)
-    j = i + 1
-    while j < n:
-        c = src[j]
-        if c == 92:
-            j += 2
-        elif c == quote:
-            return j + 1
-        elif c == 10:
-            return j
-        else:
-            j += 1
-    return n
-
-
-def _raw_end(src: bytes, quote: int) -> int:
-    """End of the raw string whose `"` is at `quote`: -1 if it is not one, -2 if unterminated."""
-    paren = src.find(b"(", quote + 1, quote + 18)
-    if paren < 0 or any(c in _BAD_RAW_DELIM for c in src[quote + 1 : paren]):
-        return -1
-    closing = b")" + src[quote + 1 : paren] + b'"'
-    k = src.find(closing, paren + 1)
-    return -2 if k < 0 else k + len(closing)
-
-
-def _directive_end(src: bytes, i: int) -> int:
-    n = len(src)
-    j = i + 1
-    while j < n:
-        c = src[j]
-        if c == 10 and not _continued(src, j):
-            return j
-        if c == 47 and src[j + 1 : j + 2] == b"*":
-            k = src.find(b"*/", j + 2)
-            j = n if k < 0 else k + 2
-        elif c == 47 and src[j + 1 : j + 2] == b"/":
-            return _line_comment_end(src, j)
-        elif c == 34 or c == 39:
-            j = _quoted_end(src, j, c)
-        else:
-            j += 1
-    return n
-
-
-def _word_end(src: bytes, i: int) -> int:
-    """End of an identifier, or of a preprocessing number (`1'000`, `1e+5`) when it starts one."""
-    n = len(src)
-    j = i + 1
-    number = 48 <= src[i] <= 57 or src[i] == 46
-    while j < n:
-        c = src[j]
-        exponent_sign = c in (43, 45) and src[j - 1] in b"eEpP"
-        if _IS_WORD[c] or (number and (c == 46 or exponent_sign)):
-            j += 1
-        elif number and c == 39 and j + 1 < n and _IS_WORD[src[j + 1]]:
-            j += 2
-        else:
-            break
-    return j
-
-
-def _comment_token(src: bytes, i: int) -> Token:
-    if src[i + 1] == 47:
-        return (COMMENT, i, _line_comment_end(src, i + 2))
-    k = src.find(b"*/", i + 2)
-    return (UNTERMINATED, i, len(src)) if k < 0 else (COMMENT, i, k + 2)
-
-
-def _code_token(src: bytes, i: int, line_start: bool) -> Token:
-    c = src[i]
-    if c == 35 and line_start:
-        return (DIRECTIVE, i, _directive_end(src, i))
-    if c == 34 or c == 39:
-        return (STRING, i, _quoted_end(src, i, c))
-    if _IS_WORD[c] or (c == 46 and src[i + 1 : i + 2].isdigit()):
-        j = _word_end(src, i)
-        if src[j : j + 1] == b'"' and src[i:j] in _RAW_PREFIXES:
-            k = _raw_end(src, j)
-            if k == -2:
-                return (UNTERMINATED, i, len(src))
-            if k >= 0:
-                return (STRING, i, k)
-        return (WORD, i, j)
-    return (PUNCT, i, i + 1)
-
-
-def tokenize(src: bytes) -> list[Token]:
-    """C/C++/CUDA tokens of `src`, whitespace dropped; never raises."""
-    tokens: list[Token] = []
-    n = len(src)
-    i = 0
-    line_start = True  # only whitespace and comments so far on this line: `#` starts a directive
-    while i < n:
-        c = src[i]
-        if c in _SPACE:
-            line_start = line_start or c == 10
-            i += 1
-            continue
-        if c == 47 and src[i + 1 : i + 2] in (b"/", b"*"):
-            token = _comment_token(src, i)
-        else:
-            token = _code_token(src, i, line_start)
-            line_start = False
-        tokens.append(token)
-        i = token[2]
-    return tokens
 
 
 def pragma_words(src: bytes, token: Token) -> list[bytes] | None:
@@ -199,7 +61,7 @@ class _Walker:
 
     def __init__(self, src: bytes) -> None:
         self.src = src
-        self.toks = tokenize(src)
+        self.toks, skipped = read_branches(src, tokenize(src))
         self.starts = _line_starts(src)
         self.pragmas: dict[int, list[bytes]] = {}
         for index, token in enumerate(self.toks):
@@ -209,6 +71,9 @@ class _Walker:
         self.regions: list[RegionSpan] = []
         self.warnings: list[ScanWarning] = []
         self.names: dict[str, int] = {}
+        for token in skipped:
+            if pragma_words(src, token) is not None:
+                self.warn(self.line(token[1]), _SKIPPED_BRANCH)
 
     def line(self, offset: int) -> int:
         return bisect_right(self.starts, offset)

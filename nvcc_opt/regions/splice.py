@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nvcc_opt.records import RegionSpan
-from nvcc_opt.regions.scan import DIRECTIVE, UNTERMINATED, tokenize
+from nvcc_opt.regions.lexer import DIRECTIVE, UNTERMINATED, tokenize
 
 
 def splice(source: bytes, replacements: Sequence[tuple[RegionSpan, str]], line_path: str) -> bytes:
