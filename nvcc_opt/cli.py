@@ -12,6 +12,7 @@ import click
 
 from nvcc_opt import report, transfer
 from nvcc_opt.cli_common import open_store as _open
+from nvcc_opt.config_cli import init
 from nvcc_opt.records import RewriteState
 from nvcc_opt.review_cli import review
 from nvcc_opt.store.api import StoreError
@@ -130,3 +131,4 @@ def _read(work: Callable[[], T]) -> T:
 
 cli.add_command(review)
 cli.add_command(tool_command)
+cli.add_command(init)
