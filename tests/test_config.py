@@ -41,7 +41,7 @@ command = "./scripts/run.sh {build} --out '{work}/result file.txt'"
 cwd = "{work}"
 env = { OMP_NUM_THREADS = 1, DATA = "{source}/data" }
 timeout_s = 60.5
-repeats = 3
+repeats = 7
 final_repeats = 9
 warmup = 0
 
@@ -104,7 +104,7 @@ def test_loads_every_documented_field(tmp_path: Path) -> None:
     assert config.build_dir == root.resolve() / "out" / "rel"
     assert config.build.timeout_s == 600
     run = config.run
-    assert (run.timeout_s, run.repeats, run.final_repeats, run.warmup) == (60.5, 3, 9, 0)
+    assert (run.timeout_s, run.repeats, run.final_repeats, run.warmup) == (60.5, 7, 9, 0)
     assert run.env == {"OMP_NUM_THREADS": "1", "DATA": "{source}/data"}
     time = config.time
     assert (time.source, time.file, time.unit) == ("file", "timing-{gpu}.txt", "us")
@@ -154,7 +154,7 @@ def test_defaults_use_the_one_build_tree(tmp_path: Path) -> None:
     config = load(root)
     assert config.file is None and config.build_dir == root.resolve() / "cmake-build-release"
     assert config.render_build(config.build_dir)[:2] == ["cmake", "--build"]
-    assert (config.run.repeats, config.run.final_repeats, config.time.source) == (5, 15, "wall")
+    assert (config.run.repeats, config.run.final_repeats, config.time.source) == (10, 20, "wall")
     assert config.gpu.devices == ("0",) and config.check.exit_status is True
     with pytest.raises(ConfigError, match=r"\[run\] command: not set"):
         config.render_run(config.build_dir, "0")

@@ -182,12 +182,13 @@ class RunConfig(Section):
     )
     timeout_s: float = Field(default=300.0, gt=0, description="Seconds before a run is stopped.")
     repeats: int = Field(
-        default=5,
-        ge=1,
-        description="Runs per version while exploring (baseline and candidate paired).",
+        default=10,
+        ge=6,
+        description="Runs per version while exploring (baseline and candidate paired; the"
+        " signed-rank test needs at least 6 pairs to show any difference).",
     )
     final_repeats: int = Field(
-        default=15, ge=1, description="Runs per version in the independent final verification."
+        default=20, ge=6, description="Runs per version in the independent final verification."
     )
     warmup: int = Field(default=1, ge=0, description="Untimed runs before timing a build.")
 
