@@ -64,3 +64,10 @@ def test_candidate_file_is_a_dependency(tmp_path: Path, exe: str, store_env: Pat
     done = run([exe, *COMPILE], tmp_path, env)
     assert done.returncode == 0, done.stderr
     assert env[candidate.ENV] in (tmp_path / "k.o.d").read_text()
+
+
+def test_private_tree_builds_are_not_recorded(tmp_path: Path, exe: str, store_env: Path) -> None:
+    (tmp_path / "k.cu").write_text(SOURCE)
+    done = run([exe, *COMPILE], tmp_path, {candidate.PRIVATE: "1"})
+    assert done.returncode == 0, done.stderr
+    assert not store_env.exists() or Store.open(store_env).regions() == []

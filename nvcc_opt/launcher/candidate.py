@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from nvcc_opt.records import AcceptedRewrite
 
 ENV = "NVCC_OPT_CANDIDATE"
+PRIVATE = "NVCC_OPT_PRIVATE_TREE"  # set for every build of a private tree: record nothing
 CANDIDATE_ID = 0  # never a store id (those start at 1)
 
 

@@ -156,7 +156,7 @@ def execute(tagged: Tagged) -> int:
     try:
         if code == 0:
             _fix_depfile(tagged, copy, [str(s) for s in stamps])
-        if not tagged.candidate:
+        if not tagged.candidate and not os.environ.get(candidate.PRIVATE):
             _record(tagged, _finish_version_probe(version))
     except Exception as exc:  # the object is built: report, never fail the build for this
         notice(f"internal error after compiling ({type(exc).__name__}: {exc})")
