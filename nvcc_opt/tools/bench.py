@@ -1,0 +1,142 @@
+"""benchmark_code: build the real application with the region replaced, run the project's own run
+script interleaved with the baseline, and say whether the candidate is correct and faster.
+
+Order of judgement: static guards, then the build, then correctness, and only then timing. The
+structured verdict of every call is kept in `history` for the trace and the final answer.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nvcc_opt.config import ProjectConfig
+from nvcc_opt.launcher import candidate
+from nvcc_opt.tools.region import Region
+from nvcc_opt.tools.schema import ToolError, tool
+from nvcc_opt.verify import guards
+from nvcc_opt.verify.checks import RunOutput
+from nvcc_opt.verify.measure import Build, MeasureError, check, measure, run_once
+from nvcc_opt.verify.stats import Comparison
+from nvcc_opt.verify.verdict import Verdict, decide
+from nvcc_opt.workspace.runner import Runner
+from nvcc_opt.workspace.tree import PrivateTree, TreeError
+
+
+@dataclass
+class Benchmark:
+    """The benchmark_code tool for one region of one project."""
+
+    config: ProjectConfig
+    region: Region
+    runner: Runner
+    launcher: str  # the nvcc-opt executable the private trees build through
+    label: str = "explore"
+    history: list[dict[str, Any]] = field(default_factory=list)
+    _trees: tuple[PrivateTree, PrivateTree] | None = None
+    _baseline_output: RunOutput | None = None
+    _work: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="nvcc-opt-cand-")))
+
+    @property
+    def gpu(self) -> str:
+        return self.config.gpu.devices[0]
+
+    def trees(self) -> tuple[PrivateTree, PrivateTree]:
+        """The baseline and candidate trees, configured from the user's build (once)."""
+        if self._trees is None:
+            make = PrivateTree.create
+            build = self.config.build_dir
+            base = make(build, f"{self.label}-base", runner=self.runner, launcher=self.launcher)
+            cand = make(build, f"{self.label}-cand", runner=self.runner, launcher=self.launcher)
+            self._trees = (base, cand)
+        return self._trees
+
+    def baseline(self) -> Build:
+        base, _ = self.trees()
+        result = base.build(candidate_file=None, timeout_s=self.config.build.timeout_s)
+        if not result.ok:
+            raise ToolError(f"the baseline does not build:\n{result.errors}")
+        return Build(base.path)
+
+    def evaluate(self, code: str, compile_args: list[str], repeats: int) -> Verdict:
+        """Guards, build, check and timing of one candidate, as a structured verdict."""
+        reasons = guards.check(self.region.text, code, file_text=self.region.file_text)
+        if reasons:
+            return decide(True, "", None, None, guard_reasons=reasons)
+        try:
+            baseline = self.baseline()
+        except TreeError as exc:
+            raise ToolError(str(exc)) from exc
+        _, tree = self.trees()
+        staged = self._work / "candidate.json"
+        candidate.write(
+            str(staged), str(self.region.file), self.region.text_hash, code, compile_args
+        )
+        built = tree.build(candidate_file=staged, timeout_s=self.config.build.timeout_s)
+        if not built.ok:
+            return decide(False, built.errors, None, None)
+        try:
+            measured = measure(
+                self.config,
+                self.runner,
+                baseline,
+                Build(tree.path),
+                repeats=repeats,
+                gpu=self.gpu,
+                baseline_output=self._reference(baseline),
+            )
+        except MeasureError as exc:
+            raise ToolError(f"{exc}; fix the candidate or the [time] settings") from exc
+        return decide(
+            True, "", measured.check, measured.comparison, ceiling=self.config.verify.ceiling
+        )
+
+    def _reference(self, baseline: Build) -> RunOutput:
+        if self._baseline_output is None:
+            _, output, _ = run_once(self.config, self.runner, baseline, self.gpu)
+            own = check(self.config, output, None)
+            if not own.ok:
+                raise MeasureError("the baseline fails its own checks: " + "; ".join(own.reasons))
+            self._baseline_output = output
+        return self._baseline_output
+
+    @tool
+    def benchmark_code(self, code: str, compile_args: list[str] | None = None) -> str:
+        """Build the application with the region replaced by `code`, check its output against
+        the original's, and time both with the project's run script, interleaved.
+
+        Args:
+            code: The complete new text of the region (every kernel and function it holds).
+            compile_args: Extra nvcc flags for this file only, e.g. ["-use_fast_math"].
+
+        Returns:
+            Whether it compiled and is correct, the times of both versions, the speedup and
+            whether it is beyond the run-to-run noise; build errors at the region's lines.
+        """
+        verdict = self.evaluate(code, list(compile_args or []), self.config.run.repeats)
+        self.history.append({"code": code, "compile_args": compile_args or [], **verdict.to_dict()})
+        return describe(verdict)
+
+
+def describe(verdict: Verdict) -> str:
+    lines = [
+        f"compiled: {'yes' if verdict.compiled else 'no'}",
+        f"correct: {'yes' if verdict.correct else 'no'}",
+    ]
+    if verdict.comparison is not None:
+        lines += _timing(verdict.comparison)
+    lines.append(f"verdict: {verdict.status}")
+    lines += [f"  {reason}" for reason in verdict.reasons]
+    return "\n".join(lines)
+
+
+def _timing(comparison: Comparison) -> list[str]:
+    base, cand = comparison.baseline, comparison.candidate
+    return [
+        f"baseline: median {base.median * 1e3:.4f} ms (spread {base.spread:.1%}, {base.n} runs)",
+        f"candidate: median {cand.median * 1e3:.4f} ms (spread {cand.spread:.1%}, {cand.n} runs)",
+        f"speedup: {comparison.speedup:.3f}x (95% CI {comparison.ci_low:.3f}-"
+        f"{comparison.ci_high:.3f}, p={comparison.p_value:.3g}): {comparison.verdict}",
+    ]
