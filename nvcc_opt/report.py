@@ -37,13 +37,27 @@ def latest_compile(region: RegionRecord) -> CompileRecord | None:
     return max(region.compiles, key=lambda c: c.last_seen, default=None)
 
 
+def verified_context(rewrite: Rewrite) -> CompileContext | None:
+    """What the rewrite was last verified with: its latest verification here, else the context
+    it arrived with (an import's claim)."""
+    last = rewrite.last_verification
+    if last is not None and last.context is not None:
+        return last.context
+    return rewrite.context
+
+
 def changed_since_verification(store: Store, rewrite: Rewrite) -> list[str]:
     """Context fields in which the latest compile of the rewrite's region text differs from the
     rewrite's verification; [] when never verified or never compiled."""
+    last = latest_compile_of(store, rewrite)
+    return context_changes(verified_context(rewrite), last.context if last else None)
+
+
+def latest_compile_of(store: Store, rewrite: Rewrite) -> CompileRecord | None:
+    """The latest compile the build made of the rewrite's region text."""
     same = [r for r in store.regions(rewrite.file) if r.text_hash == rewrite.region_hash]
     compiles = [c for r in same if (c := latest_compile(r)) is not None]
-    last = max(compiles, key=lambda c: c.last_seen, default=None)
-    return context_changes(rewrite.context, last.context if last else None)
+    return max(compiles, key=lambda c: c.last_seen, default=None)
 
 
 def _context_json(context: CompileContext | None) -> dict[str, Any] | None:
@@ -56,9 +70,19 @@ def _rewrite_row(rewrite: Rewrite, last: CompileRecord | None) -> dict[str, Any]
         "state": rewrite.state.value,
         "suspect": rewrite.suspect,
         "targets": None if rewrite.targets is None else list(rewrite.targets),
-        "verified": rewrite.context is not None,
-        "verified_context": _context_json(rewrite.context),
-        "context_changed": context_changes(rewrite.context, last.context if last else None),
+        "verified": rewrite.last_verification is not None and rewrite.last_verification.passed,
+        "last_verification": None
+        if rewrite.last_verification is None
+        else {
+            "status": rewrite.last_verification.status,
+            "at": rewrite.last_verification.at,
+            "machine": rewrite.last_verification.machine,
+            "reasons": list(rewrite.last_verification.reasons),
+        },
+        "verified_context": _context_json(verified_context(rewrite)),
+        "context_changed": context_changes(
+            verified_context(rewrite), last.context if last else None
+        ),
     }
 
 
@@ -122,9 +146,12 @@ def _format_rewrite(rewrite: dict[str, Any]) -> str:
     line = f"rewrite #{rewrite['id']} {rewrite['state']}"
     if rewrite["suspect"]:
         line += f"; suspect: {rewrite['suspect']}"
-    if not rewrite["verified"]:
-        line += "; never verified"
-    elif rewrite["context_changed"]:
+    last = rewrite["last_verification"]
+    if last is None:
+        line += "; not verified here"
+    elif last["status"] != "improved":
+        line += f"; last verification: {last['status']}"
+    if rewrite["context_changed"]:
         line += f"; changed since verification: {', '.join(rewrite['context_changed'])}"
     return line
 

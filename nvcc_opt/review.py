@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvcc_opt import paths
+from nvcc_opt import paths, report
 from nvcc_opt.records import RegionSpan, Rewrite, RewriteState
 from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt.store.api import Store
@@ -30,9 +30,41 @@ class Decided:
     warning: str  # "" or why the next build may not notice the decision
 
 
-def decide(store: Store, rewrite_id: int, action: str, reason: str = "") -> Decided:
-    """Record the decision (StoreError if not allowed), then touch the stamp if builds care."""
-    after = store.decide(rewrite_id, ACTIONS[action], reason)
+class NeedsForce(Exception):
+    """Accepting this rewrite needs --force; the message says why."""
+
+
+def acceptance_problem(store: Store, rewrite: Rewrite) -> str:
+    """Why accepting needs --force: never verified here, failed, or verified in another context."""
+    last = rewrite.last_verification
+    if last is None:
+        return f"#{rewrite.id} was never verified here: run `nvcc-opt verify {rewrite.id}`"
+    if not last.passed:
+        why = "; ".join(last.reasons[:2]) or "no reason recorded"
+        return f"#{rewrite.id}'s last verification ({last.at}) says {last.status}: {why}"
+    changed = report.changed_since_verification(store, rewrite)
+    if changed:
+        return (
+            f"#{rewrite.id} was verified with another {', '.join(changed)} than the build uses"
+            f" now: run `nvcc-opt verify {rewrite.id}` again"
+        )
+    return ""
+
+
+def decide(
+    store: Store, rewrite_id: int, action: str, reason: str = "", *, force: bool = False
+) -> Decided:
+    """Record the decision (StoreError if not allowed), then touch the stamp if builds care.
+
+    Accepting a rewrite that is not verified here raises NeedsForce unless `force`; a forced
+    acceptance is recorded as forced."""
+    forced = False
+    if action == "accept":
+        problem = acceptance_problem(store, store.rewrite(rewrite_id))
+        if problem and not force:
+            raise NeedsForce(f"{problem} (or accept with --force)")
+        forced = bool(problem)
+    after = store.decide(rewrite_id, ACTIONS[action], reason, forced=forced)
     if RewriteState.ACCEPTED not in (after.decisions[-1].from_state, after.state):
         return Decided(after, "")  # rejecting a proposal changes nothing a build uses
     stamp = paths.stamp_path(store.path, after.file, after.region_name)

@@ -26,6 +26,12 @@ PROMPT = {
 @click.option("--reject", type=int, multiple=True, metavar="ID", help="Reject a proposed rewrite.")
 @click.option("--revoke", type=int, multiple=True, metavar="ID", help="Revoke an accepted rewrite.")
 @click.option("--reason", default="", help="Why: kept with each decision.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Accept even what was never verified here, failed its last verification, or was "
+    "verified in another context; recorded with the decision.",
+)
 @click.pass_context
 def review(
     ctx: click.Context,
@@ -36,18 +42,20 @@ def review(
     reject: tuple[int, ...],
     revoke: tuple[int, ...],
     reason: str,
+    force: bool,
 ) -> None:
     """Accept, reject or revoke rewrites; without options, step through them interactively.
 
     Decisions given as options run in the order accepts, rejects, revokes, and stop at the first
-    that is not allowed. Accepting or revoking touches the region's stamp: the next build
+    that is not allowed. Accepting needs a passing `nvcc-opt verify` in the build's current
+    context, or --force. Accepting or revoking touches the region's stamp: the next build
     recompiles exactly the translation units that hold it.
     """
     actions = [("accept", i) for i in accept] + [("reject", i) for i in reject]
     actions += [("revoke", i) for i in revoke]
     with open_store(ctx) as store:
         for action, rewrite_id in actions:
-            _decide(store, rewrite_id, action, reason)
+            _decide(store, rewrite_id, action, reason, force)
         if list_ or as_json:
             _list(store, as_json, all_)
         elif not actions:
@@ -77,11 +85,11 @@ def _list(store: Store, as_json: bool, all_: bool) -> None:
         click.echo(_line(r))
 
 
-def _decide(store: Store, rewrite_id: int, action: str, reason: str) -> None:
+def _decide(store: Store, rewrite_id: int, action: str, reason: str, force: bool) -> None:
     """One decision; a refused one is a ClickException (exit code 1, its message)."""
     try:
-        done = decisions.decide(store, rewrite_id, action, reason)
-    except StoreError as exc:
+        done = decisions.decide(store, rewrite_id, action, reason, force=force)
+    except (StoreError, decisions.NeedsForce) as exc:
         raise click.ClickException(str(exc)) from exc
     rewrite = done.rewrite
     click.echo(f"#{rewrite.id} {rewrite.state.value}: {rewrite.file} {rewrite.region_name}")
@@ -106,7 +114,11 @@ def _interactive(store: Store, all_: bool, reason: str) -> None:
             return
         if choice in keys:
             why = click.prompt("reason", default=reason, show_default=False)
+            problem = (
+                decisions.acceptance_problem(store, rewrite) if keys[choice] == "accept" else ""
+            )
+            force = bool(problem) and click.confirm(f"{problem}. Accept anyway?", default=False)
             try:
-                _decide(store, rewrite.id, keys[choice], why)
+                _decide(store, rewrite.id, keys[choice], why, force)
             except click.ClickException as exc:
                 click.echo(f"error: {exc.message}", err=True)

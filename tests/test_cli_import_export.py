@@ -166,7 +166,7 @@ def test_export_import_round_trip_without_duplicates(project: Path, tmp_path: Pa
         trace={"steps": 3},
     )
     propose(first, source, "pair", code="// pair\n")
-    assert invoke(first, "review", "--accept", str(accepted)).exit_code == 0
+    assert invoke(first, "review", "--force", "--accept", str(accepted)).exit_code == 0
 
     out = project / "shared.json"
     assert invoke(first, "export", str(out)).exit_code == 0

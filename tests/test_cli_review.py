@@ -66,7 +66,7 @@ def test_list_shows_open_rewrites_and_json_keeps_decisions(db: Path, source: Pat
 
 def test_accept_then_revoke_touch_the_stamp(db: Path, source: Path) -> None:
     rewrite_id = propose(db, source, "scale")
-    result = invoke(db, "review", "--accept", str(rewrite_id), "--reason", "2x faster")
+    result = invoke(db, "review", "--force", "--accept", str(rewrite_id), "--reason", "2x faster")
     assert result.exit_code == 0, result.output
     assert result.output == f"#{rewrite_id} accepted: {source} scale\n"
     assert _stamp_touched(db, source, "scale")
@@ -103,8 +103,8 @@ def test_invalid_transition_is_a_clear_error(
     db: Path, source: Path, first: str, then: str, message: str
 ) -> None:
     rewrite_id = str(propose(db, source, "scale"))
-    assert invoke(db, "review", first, rewrite_id).exit_code == 0
-    result = invoke(db, "review", then, rewrite_id)
+    assert invoke(db, "review", "--force", first, rewrite_id).exit_code == 0
+    result = invoke(db, "review", "--force", then, rewrite_id)
     assert result.exit_code == 1
     assert message in result.output and "Traceback" not in result.output
 
@@ -113,7 +113,7 @@ def test_revoke_of_a_proposal_and_unknown_id_are_errors(db: Path, source: Path) 
     rewrite_id = propose(db, source, "scale")
     result = invoke(db, "review", "--revoke", str(rewrite_id))
     assert result.exit_code == 1 and "cannot go from proposed to revoked" in result.output
-    result = invoke(db, "review", "--accept", "99")
+    result = invoke(db, "review", "--force", "--accept", "99")
     assert result.exit_code == 1 and "no rewrite #99" in result.output
     assert not _stamp_touched(db, source, "scale")
 
@@ -121,8 +121,8 @@ def test_revoke_of_a_proposal_and_unknown_id_are_errors(db: Path, source: Path) 
 def test_second_accept_for_a_region_names_the_first(db: Path, source: Path) -> None:
     first = propose(db, source, "scale")
     second = propose(db, source, "scale", code="// another\n")
-    assert invoke(db, "review", "--accept", str(first)).exit_code == 0
-    result = invoke(db, "review", "--accept", str(second))
+    assert invoke(db, "review", "--force", "--accept", str(first)).exit_code == 0
+    result = invoke(db, "review", "--force", "--accept", str(second))
     assert result.exit_code == 1
     assert f"revoke #{first} first" in result.output
 
@@ -132,7 +132,7 @@ def test_interactive_shows_diff_explanation_numbers_and_decides(db: Path, source
         db, source, "scale", explanation="no aliasing", statistics={"speedup": 1.4}, model="m"
     )
     pair = propose(db, source, "pair", code="// pair\n")
-    result = invoke(db, "review", input="a\nfaster\nr\n\n")
+    result = invoke(db, "review", input="a\nfaster\ny\nr\n\n")
     assert result.exit_code == 0, result.output
     out = result.output
     assert f"#{scale} proposed {source} scale" in out and f"#{pair} proposed" in out
@@ -150,7 +150,7 @@ def test_interactive_skip_quit_and_revoke(db: Path, source: Path) -> None:
     assert invoke(db, "review", input="s\nq\n").exit_code == 0
     assert _rewrite(db, scale).state is _rewrite(db, pair).state is RewriteState.PROPOSED
 
-    assert invoke(db, "review", "--accept", str(scale)).exit_code == 0
+    assert invoke(db, "review", "--force", "--accept", str(scale)).exit_code == 0
     result = invoke(db, "review", "--reason", "regressed", input="v\n\ns\n")
     assert result.exit_code == 0, result.output
     assert "re[v]oke" in result.output
@@ -162,8 +162,8 @@ def test_interactive_refusal_is_reported_and_review_goes_on(db: Path, source: Pa
     first = propose(db, source, "scale")
     second = propose(db, source, "scale", code="// another\n")
     pair = propose(db, source, "pair", code="// pair\n")
-    assert invoke(db, "review", "--accept", str(first)).exit_code == 0
-    result = invoke(db, "review", input="s\na\n\na\n\n")
+    assert invoke(db, "review", "--force", "--accept", str(first)).exit_code == 0
+    result = invoke(db, "review", input="s\na\n\ny\na\n\ny\n")
     assert result.exit_code == 0, result.output
     assert "error: " in result.output and f"revoke #{first} first" in result.output
     assert _rewrite(db, second).state is RewriteState.PROPOSED

@@ -38,7 +38,7 @@ def _explain(db: Path, source: Path) -> dict[str, str]:
 
 
 def _accept(db: Path, rewrite_id: int) -> None:
-    result = invoke(db, "review", "--accept", str(rewrite_id))
+    result = invoke(db, "review", "--force", "--accept", str(rewrite_id))
     assert result.exit_code == 0, result.output
 
 
@@ -59,7 +59,7 @@ def test_status_lists_regions_compiles_and_rewrites(db: Path, source: Path) -> N
     assert lines[1] == f"{source}:4-8 scale (function), text {digest[:12]}"
     build = source.parent.parent / "build"
     assert lines[2] == f"  compiled in {build}: {shlex.join(command)}"
-    assert lines[3] == f"  rewrite #{rewrite_id} proposed; never verified"
+    assert lines[3] == f"  rewrite #{rewrite_id} proposed; not verified here"
     assert lines[4].startswith(f"{source}:11-16 pair (block)")
     assert lines[6] == "  no rewrites"
 
@@ -98,7 +98,7 @@ def test_status_shows_what_changed_since_verification(db: Path, source: Path) ->
     )
     record(db, source, now)
     result = invoke(db, "status")
-    expected = f"rewrite #{rewrite_id} accepted; changed since verification: "
+    expected = f"rewrite #{rewrite_id} accepted; not verified here; changed since verification: "
     assert f"  {expected}compiler_version, nvcc_env" in result.output.splitlines()
     data = json.loads(invoke(db, "status", "--json").output)
     (scale,) = [r for r in data["regions"] if r["name"] == "scale"]

@@ -92,7 +92,7 @@ def test_decisions_recompile_exactly_the_affected_unit(
     rewrite_id = out.split()[0].lstrip("#")
     assert _recompiled(build) == [], "a proposed rewrite changes nothing"
 
-    _cli(exe, "review", "--accept", rewrite_id, "--reason", "test", cwd=project)
+    _cli(exe, "review", "--force", "--accept", rewrite_id, "--reason", "test", cwd=project)
     assert _recompiled(build) == ["stencil.cu.o"]
     assert _recompiled(build) == []
     copy = next(build.rglob(".nvcc-opt/stencil.cu.o/stencil.cu"))

@@ -308,6 +308,17 @@ class VerifyConfig(Section):
         default=10.0,
         description="Speedups above this are held for explicit review before proposing.",
     )
+    fresh_inputs: tuple[tuple[str, ...], ...] = Field(
+        default=(),
+        description="Argument lists appended to the run command in the final verification only"
+        " (other seeds, a size never shown while exploring); outputs must still match.",
+        examples=[[["--seed", "987"], ["--size", "1000003"]]],
+    )
+    sanitizer: bool = Field(
+        default=True,
+        description="Run the final candidate under compute-sanitizer memcheck and racecheck"
+        " where it is installed and a GPU is present.",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> VerifyConfig:

@@ -170,7 +170,8 @@ def _compile_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
         include = quote_include(job.source)
         copy = write_copy(tagged.source, tagged.plan.applied, job.source, job.output, os.getcwd())
     except (OSError, ValueError) as exc:
-        notice(f"could not splice {job.source} ({exc}); compiling the original")
+        then = "failing the candidate" if tagged.candidate else "compiling the original"
+        notice(f"could not splice {job.source} ({exc}); {then}")
         return None, 1, ""
     args = [include, *argv.with_source(job, copy)]
     command = tagged.chain.command([*args, *tagged.plan.extra_args])

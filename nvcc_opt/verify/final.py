@@ -1,0 +1,139 @@
+"""The independent final verification of a candidate or a stored rewrite.
+
+Independent of what the model saw: fresh private trees configured and built from scratch, more
+paired runs (`[run] final_repeats`), the full checks, inputs never shown while exploring
+(`[verify] fresh_inputs`), and compute-sanitizer memcheck and racecheck where it is installed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+
+from nvcc_opt.config import ProjectConfig
+from nvcc_opt.records import CompileContext, Verification
+from nvcc_opt.tools.bench import Benchmark
+from nvcc_opt.tools.region import Region
+from nvcc_opt.verify.measure import Build, check, run_once
+from nvcc_opt.verify.verdict import Verdict, decide
+from nvcc_opt.workspace.runner import Runner
+
+SANITIZER_EXIT = 86
+PASSED = ("improved",)
+
+
+def verify_code(
+    config: ProjectConfig,
+    region: Region,
+    code: str,
+    compile_args: list[str],
+    *,
+    runner: Runner,
+    launcher: str,
+) -> tuple[Verdict, list[str]]:
+    """(verdict, notes). Notes say what could not be checked here (no sanitizer, no sandbox)."""
+    label = f"verify-{os.getpid()}-{time.time_ns()}"
+    bench = Benchmark(config, region, runner, launcher, label=label)
+    try:
+        verdict = bench.evaluate(code, compile_args, config.run.final_repeats)
+        notes: list[str] = []
+        if verdict.status not in ("improved", "held for review"):
+            return verdict, notes
+        base, cand = (Build(tree.path) for tree in bench.trees())
+        problems = _fresh_inputs(config, runner, base, cand, bench.gpu)
+        problems += _sanitize(config, runner, cand, bench.gpu, notes)
+        if problems:
+            verdict = decide(
+                True, "", None, verdict.comparison, guard_reasons=[*verdict.reasons, *problems]
+            )
+        return verdict, notes
+    finally:
+        for tree in bench._trees or ():
+            shutil.rmtree(tree.path, ignore_errors=True)
+
+
+def _fresh_inputs(
+    config: ProjectConfig, runner: Runner, base: Build, cand: Build, gpu: str
+) -> list[str]:
+    problems = []
+    for args in config.verify.fresh_inputs:
+        _, expected, _ = run_once(config, runner, base, gpu, args)
+        _, output, _ = run_once(config, runner, cand, gpu, args)
+        result = check(config, output, expected)
+        problems += [f"fresh_inputs {' '.join(args)}: {r}" for r in result.reasons]
+    return problems
+
+
+def _sanitize(
+    config: ProjectConfig, runner: Runner, cand: Build, gpu: str, notes: list[str]
+) -> list[str]:
+    sanitizer = shutil.which("compute-sanitizer")
+    if not config.verify.sanitizer:
+        return []
+    if sanitizer is None or shutil.which("nvidia-smi") is None:
+        notes.append("sanitizer: not run (compute-sanitizer or a GPU is missing here)")
+        return []
+    problems = []
+    for tool in ("memcheck", "racecheck"):
+        argv = [
+            sanitizer, "--tool", tool, "--error-exitcode", str(SANITIZER_EXIT),
+            "--target-processes", "all", *config.render_run(cand.build_dir, gpu),
+        ]  # fmt: skip
+        done = runner.run(
+            argv,
+            cwd=config.run_cwd(cand.build_dir, gpu),
+            env={**os.environ, **config.run_env(cand.build_dir, gpu)},
+            timeout_s=config.run.timeout_s * 20,
+            writable=(cand.build_dir,),
+        )
+        if done.exit_status == SANITIZER_EXIT:
+            first = next((x for x in done.stdout.splitlines() if "=========" in x), "errors")
+            problems.append(f"sanitizer_{tool}: {first.strip('= ').strip()[:200]}")
+        elif done.timed_out:
+            notes.append(f"sanitizer: {tool} timed out")
+    return problems
+
+
+def machine(runner: Runner) -> str:
+    """This host and its GPU, as a verification records it."""
+    name = "no GPU"
+    smi = shutil.which("nvidia-smi")
+    if smi is not None:
+        done = runner.run(
+            [smi, "--query-gpu=name", "--format=csv,noheader"],
+            cwd=Path.cwd(),
+            timeout_s=30,
+            sandbox=False,
+        )
+        if done.ok and done.stdout.strip():
+            name = done.stdout.strip().splitlines()[0]
+    return f"{socket.gethostname()} / {name}"
+
+
+def record(
+    rewrite_id: int, verdict: Verdict, context: CompileContext | None, where: str
+) -> Verification:
+    statistics: dict[str, object] = {}
+    if verdict.comparison is not None:
+        c = verdict.comparison
+        statistics = {
+            "speedup": c.speedup,
+            "ci": [c.ci_low, c.ci_high],
+            "p_value": c.p_value,
+            "baseline_median_s": c.baseline.median,
+            "candidate_median_s": c.candidate.median,
+            "pairs": c.baseline.n,
+        }
+    return Verification(
+        rewrite_id=rewrite_id,
+        at="",
+        passed=verdict.status in PASSED,
+        status=verdict.status,
+        reasons=verdict.reasons,
+        statistics=statistics,
+        context=context,
+        machine=where,
+    )

@@ -1,0 +1,247 @@
+"""The one place that starts processes.
+
+`ProcessRunner` runs an argv list (never a shell string) in its own session, so a timeout kills
+the whole process group: SIGTERM, a grace period, then SIGKILL. Whatever a command leaves running
+in its group when it ends is killed too, so a hung kernel or a stray background job cannot outlive
+the call. Output is captured, capped (head and tail kept, the cut said in the text), and decoded.
+With `sandbox=True` the command runs under bubblewrap where it works (see `sandbox.py`); where it
+does not, the result says so in `sandboxed` and `note`. `ScriptedRunner` is the test fake.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Protocol
+
+from nvcc_opt.workspace import sandbox as sandboxing
+
+GRACE_S = 2.0  # between SIGTERM and SIGKILL: lets a program flush, short enough for a tool call
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: tuple[str, ...]  # as asked, without the sandbox wrapper
+    exit_status: int  # negative: killed by that signal; 127: could not start
+    stdout: str
+    stderr: str
+    timed_out: bool
+    wall_s: float
+    sandboxed: bool
+    note: str = ""  # e.g. "not sandboxed: bubblewrap not installed"; "" when nothing to say
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0 and not self.timed_out
+
+
+class Runner(Protocol):
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float,
+        writable: Sequence[Path] = (),
+        network: bool = False,
+        sandbox: bool = True,
+        output_cap: int = 1_000_000,
+    ) -> Completed:
+        """Run `argv` in `cwd`. `env` is the whole environment (None: inherit this process's).
+        Under the sandbox the command may write only to `writable` (and a private /tmp) and
+        reaches no network unless `network`. `output_cap` bounds each of stdout and stderr."""
+        ...
+
+
+class ProcessRunner:
+    """Runs real processes; see the module docstring for what it guarantees."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float,
+        writable: Sequence[Path] = (),
+        network: bool = False,
+        sandbox: bool = True,
+        output_cap: int = 1_000_000,
+    ) -> Completed:
+        asked = tuple(argv)
+        command, sandboxed, note = list(asked), False, ""
+        if sandbox:
+            command, sandboxed, note = _wrapped(asked, cwd, writable, network)
+        start = time.perf_counter()
+        try:
+            process = subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=None if env is None else dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            message = f"cannot run {command[0]}: {exc.strerror or exc}\n"
+            wall = time.perf_counter() - start
+            return Completed(asked, 127, "", message, False, wall, sandboxed, note)
+        return _finish(process, asked, start, timeout_s, output_cap, sandboxed, note)
+
+
+def _wrapped(
+    argv: tuple[str, ...], cwd: Path, writable: Sequence[Path], network: bool
+) -> tuple[list[str], bool, str]:
+    reason = sandboxing.unavailable()
+    if reason:
+        return list(argv), False, f"not sandboxed: {reason}"
+    return sandboxing.wrap(argv, cwd=cwd, writable=writable, network=network), True, ""
+
+
+def _finish(
+    process: subprocess.Popen[bytes],
+    argv: tuple[str, ...],
+    start: float,
+    timeout_s: float,
+    cap: int,
+    sandboxed: bool,
+    note: str,
+) -> Completed:
+    assert process.stdout is not None and process.stderr is not None
+    out, err = _Capture(process.stdout, cap), _Capture(process.stderr, cap)
+    try:
+        timed_out = not _wait_unreaped(process.pid, start + timeout_s)
+        if timed_out:
+            _signal_group(process.pid, signal.SIGTERM)
+            _wait_unreaped(process.pid, time.perf_counter() + GRACE_S)
+    finally:  # also on KeyboardInterrupt: nothing outlives the call
+        # The leader is not reaped yet, so its group id cannot have been reused by another process.
+        _signal_group(process.pid, signal.SIGKILL)
+        status = process.wait()
+    wall = time.perf_counter() - start
+    out.join()
+    err.join()
+    if timed_out:
+        killed = f"timed out after {timeout_s:g} s; process group killed"
+        note = f"{killed}; {note}" if note else killed
+    return Completed(argv, status, out.text(), err.text(), timed_out, wall, sandboxed, note)
+
+
+def _wait_unreaped(pid: int, deadline: float) -> bool:
+    """Wait until `pid` exits (without reaping it) or the deadline passes; True if it exited."""
+    pause = 0.001
+    while True:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        if info is not None:
+            return True
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return False
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 0.02)
+
+
+def _signal_group(pgid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+class _Capture:
+    """Reads one pipe on a thread; keeps the first and last `cap // 2` bytes."""
+
+    def __init__(self, pipe: IO[bytes], cap: int) -> None:
+        self._pipe = pipe
+        self._half = max(cap // 2, 1)
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._cut = 0
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        with self._pipe:
+            while chunk := os.read(self._pipe.fileno(), 65536):
+                room = self._half - len(self._head)
+                self._head += chunk[:room]
+                self._tail += chunk[room:] if room > 0 else chunk
+                if len(self._tail) > self._half:
+                    self._cut += len(self._tail) - self._half
+                    del self._tail[: len(self._tail) - self._half]
+
+    def join(self) -> None:
+        # Every process of the group is dead, so the pipe reaches end of file promptly; a
+        # descendant that left the group (setsid) and holds it open is not waited for.
+        self._thread.join(timeout=GRACE_S)
+
+    def text(self) -> str:
+        head = self._head.decode(errors="replace")
+        tail = self._tail.decode(errors="replace")
+        if self._cut:
+            return f"{head}\n[... {self._cut} bytes of output cut ...]\n{tail}"
+        return head + tail
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call a `ScriptedRunner` received."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    env: Mapping[str, str] | None
+    timeout_s: float
+    writable: tuple[Path, ...]
+    network: bool
+    sandbox: bool
+
+
+class ScriptedRunner:
+    """The test fake: answers with scripted results, in order (a list) or by argv (a mapping),
+    and records every call. The answer comes back with the argv actually asked for."""
+
+    def __init__(self, answers: Sequence[Completed] | Mapping[tuple[str, ...], Completed]) -> None:
+        self._by_argv: dict[tuple[str, ...], Completed] | None = None
+        self._queue: list[Completed] = []
+        if isinstance(answers, Mapping):
+            self._by_argv = dict(answers)
+        else:
+            self._queue = list(answers)
+        self.calls: list[Call] = []
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float,
+        writable: Sequence[Path] = (),
+        network: bool = False,
+        sandbox: bool = True,
+        output_cap: int = 1_000_000,
+    ) -> Completed:
+        asked = tuple(argv)
+        self.calls.append(Call(asked, cwd, env, timeout_s, tuple(writable), network, sandbox))
+        if self._by_argv is not None:
+            if asked not in self._by_argv:
+                raise AssertionError(f"ScriptedRunner: no answer scripted for {asked}")
+            return dataclasses.replace(self._by_argv[asked], argv=asked)
+        if not self._queue:
+            raise AssertionError(f"ScriptedRunner: script exhausted at {asked}")
+        return dataclasses.replace(self._queue.pop(0), argv=asked)
+
+
+def completed(
+    exit_status: int = 0, stdout: str = "", stderr: str = "", *, timed_out: bool = False
+) -> Completed:
+    """A scripted result (argv is filled in by `ScriptedRunner`)."""
+    return Completed((), exit_status, stdout, stderr, timed_out, 0.0, False, "")
