@@ -29,7 +29,14 @@ step "import a rewrite (arrives as proposed) and review it"
 "$nvcc_opt" review --list
 id="$("$nvcc_opt" review --list --json | "$root/.venv/bin/python" -c \
   'import json, sys; print(json.load(sys.stdin)[0]["id"])')"
-"$nvcc_opt" review --accept "$id" --reason "demo: reviewed the diff"
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then
+  step "verify it here: fresh builds, checks, paired timing, fresh inputs, compute-sanitizer"
+  "$nvcc_opt" verify "$id"
+  "$nvcc_opt" review --accept "$id" --reason "demo: reviewed the diff and the verification"
+else
+  step "no GPU here: the rewrite cannot be verified, so accepting it needs --force (recorded)"
+  "$nvcc_opt" review --accept "$id" --force --reason "demo without a GPU: not verified"
+fi
 
 step "rebuild: only the translation unit holding the region recompiles"
 cmake --build "$work/build" -j 2 -- $([ "$generator" = Ninja ] && echo -v || echo VERBOSE=1) \

@@ -17,6 +17,7 @@ from nvcc_opt.records import RewriteState
 from nvcc_opt.review_cli import review
 from nvcc_opt.store.api import StoreError
 from nvcc_opt.tools.cli import tool_command
+from nvcc_opt.verify_cli import verify
 
 T = TypeVar("T")
 
@@ -132,3 +133,4 @@ def _read(work: Callable[[], T]) -> T:
 cli.add_command(review)
 cli.add_command(tool_command)
 cli.add_command(init)
+cli.add_command(verify)

@@ -14,7 +14,7 @@ DISABLE = "NVCC_OPT_DISABLE"
 PRAGMA = b"@optimize"
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c++", ".cp", ".c")
 SUBCOMMANDS = frozenset(
-    {"status", "import", "export", "review", "explain", "init", "optimize", "verify", "tool"}
+    {"status", "import", "export", "review", "explain", "init", "optimize", "verify", "tool", "mcp"}
 )
 
 

@@ -1,0 +1,98 @@
+"""`nvcc-opt verify [ID...]`: the full, independent verification of stored rewrites, here."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from nvcc_opt import report
+from nvcc_opt.cli_common import open_store
+from nvcc_opt.config import ConfigError, find_root, load
+from nvcc_opt.records import Rewrite, RewriteState
+from nvcc_opt.store.api import Store, StoreError
+from nvcc_opt.tools.region import Region, RegionNotFound
+from nvcc_opt.tools.schema import ToolError
+from nvcc_opt.verify import final
+from nvcc_opt.workspace.runner import ProcessRunner
+from nvcc_opt.workspace.tree import TreeError
+
+
+def launcher_path() -> str:
+    """The nvcc-opt that private trees build through: this one."""
+    me = Path(sys.argv[0])
+    if me.name == "nvcc-opt" and me.exists():
+        return str(me.resolve())
+    return shutil.which("nvcc-opt") or "nvcc-opt"
+
+
+def needs_verification(store: Store, rewrite: Rewrite) -> bool:
+    """Never verified here, or verified in a context the build no longer uses."""
+    return rewrite.last_verification is None or bool(
+        report.changed_since_verification(store, rewrite)
+    )
+
+
+@click.command("verify")
+@click.argument("ids", type=int, nargs=-1)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Project root holding nvcc-opt.toml (default: found above each rewrite's file).",
+)
+@click.pass_context
+def verify(ctx: click.Context, ids: tuple[int, ...], root: Path | None) -> None:
+    """Verify rewrites on this machine and record the verdicts (default: every proposed or
+    accepted rewrite never verified here, or whose compiler, flags, file or targets changed).
+
+    Fresh private builds, the run script's full checks, more paired runs than exploring, fresh
+    inputs, compute-sanitizer where installed. `review` shows the verdict and accepts only a
+    passing one without --force."""
+    runner = ProcessRunner()
+    with open_store(ctx) as store:
+        try:
+            chosen = [store.rewrite(i) for i in ids] or [
+                r
+                for r in store.rewrites(states=[RewriteState.PROPOSED, RewriteState.ACCEPTED])
+                if needs_verification(store, r)
+            ]
+        except StoreError as exc:
+            raise click.ClickException(str(exc)) from exc
+        if not chosen:
+            click.echo("nothing to verify")
+        where = final.machine(runner) if chosen else ""
+        failed = False
+        for rewrite in chosen:
+            failed |= not _verify_one(store, rewrite, root, runner, where)
+    if failed:
+        ctx.exit(1)
+
+
+def _verify_one(
+    store: Store, rewrite: Rewrite, root: Path | None, runner: ProcessRunner, where: str
+) -> bool:
+    click.echo(f"#{rewrite.id} {rewrite.file} {rewrite.region_name}: verifying ...")
+    try:
+        project = root or find_root(Path(rewrite.file).parent) or Path.cwd()
+        config = load(project)
+        region = Region.find(Path(rewrite.file), rewrite.region_hash)
+        verdict, notes = final.verify_code(
+            config,
+            region,
+            rewrite.code,
+            list(rewrite.compile_args),
+            runner=runner,
+            launcher=launcher_path(),
+        )
+    except (ConfigError, RegionNotFound, TreeError, ToolError, OSError) as exc:
+        click.echo(f"#{rewrite.id}: cannot verify: {exc}", err=True)
+        return False
+    last = report.latest_compile_of(store, rewrite)
+    store.add_verification(final.record(rewrite.id, verdict, last.context if last else None, where))
+    click.echo(f"#{rewrite.id}: {verdict.status}")
+    for line in (*verdict.reasons, *notes):
+        click.echo(f"  {line}")
+    return verdict.status in final.PASSED
