@@ -319,6 +319,12 @@ class VerifyConfig(Section):
         description="Run the final candidate under compute-sanitizer memcheck and racecheck"
         " where it is installed and a GPU is present.",
     )
+    sanitizer_args: tuple[str, ...] = Field(
+        default=(),
+        description="Arguments appended to the run command under compute-sanitizer (a small"
+        " problem: the sanitizer slows kernels by orders of magnitude).",
+        examples=[["--size", "65536", "--reps", "2"]],
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> VerifyConfig:

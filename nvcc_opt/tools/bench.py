@@ -8,6 +8,7 @@ structured verdict of every call is kept in `history` for the trace and the fina
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,8 +61,17 @@ class Benchmark:
             raise ToolError(f"the baseline does not build:\n{result.errors}")
         return Build(base.path)
 
-    def evaluate(self, code: str, compile_args: list[str], repeats: int) -> Verdict:
-        """Guards, build, check and timing of one candidate, as a structured verdict."""
+    def evaluate(
+        self,
+        code: str,
+        compile_args: list[str],
+        repeats: int,
+        more_checks: Callable[[Build, Build], list[str]] | None = None,
+    ) -> Verdict:
+        """Guards, build, checks and timing of one candidate, as a structured verdict.
+
+        `more_checks(baseline, candidate)` (the final verification's fresh inputs, sanitizer)
+        runs after the build and before any timing: correct before timed."""
         reasons = guards.check(self.region.text, code, file_text=self.region.file_text)
         if reasons:
             return decide(True, "", None, None, guard_reasons=reasons)
@@ -77,6 +87,10 @@ class Benchmark:
         built = tree.build(candidate_file=staged, timeout_s=self.config.build.timeout_s)
         if not built.ok:
             return decide(False, built.errors, None, None)
+        if more_checks is not None:
+            problems = more_checks(baseline, Build(tree.path))
+            if problems:
+                return decide(True, "", None, None, guard_reasons=problems)
         try:
             measured = measure(
                 self.config,

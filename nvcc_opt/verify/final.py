@@ -18,7 +18,7 @@ from nvcc_opt.records import CompileContext, Verification
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.region import Region
 from nvcc_opt.verify.measure import Build, check, run_once
-from nvcc_opt.verify.verdict import Verdict, decide
+from nvcc_opt.verify.verdict import Verdict
 from nvcc_opt.workspace.runner import Runner
 
 SANITIZER_EXIT = 86
@@ -37,18 +37,14 @@ def verify_code(
     """(verdict, notes). Notes say what could not be checked here (no sanitizer, no sandbox)."""
     label = f"verify-{os.getpid()}-{time.time_ns()}"
     bench = Benchmark(config, region, runner, launcher, label=label)
-    try:
-        verdict = bench.evaluate(code, compile_args, config.run.final_repeats)
-        notes: list[str] = []
-        if verdict.status not in ("improved", "held for review"):
-            return verdict, notes
-        base, cand = (Build(tree.path) for tree in bench.trees())
+    notes: list[str] = []
+
+    def correct_everywhere(base: Build, cand: Build) -> list[str]:
         problems = _fresh_inputs(config, runner, base, cand, bench.gpu)
-        problems += _sanitize(config, runner, cand, bench.gpu, notes)
-        if problems:
-            verdict = decide(
-                True, "", None, verdict.comparison, guard_reasons=[*verdict.reasons, *problems]
-            )
+        return problems or _sanitize(config, runner, cand, bench.gpu, notes)
+
+    try:
+        verdict = bench.evaluate(code, compile_args, config.run.final_repeats, correct_everywhere)
         return verdict, notes
     finally:
         for tree in bench._trees or ():
@@ -81,6 +77,7 @@ def _sanitize(
         argv = [
             sanitizer, "--tool", tool, "--error-exitcode", str(SANITIZER_EXIT),
             "--target-processes", "all", *config.render_run(cand.build_dir, gpu),
+            *config.verify.sanitizer_args,
         ]  # fmt: skip
         done = runner.run(
             argv,
