@@ -11,6 +11,7 @@ import os
 import shutil
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from nvcc_opt.config import ProjectConfig
@@ -38,17 +39,25 @@ def verify_code(
     label = f"verify-{os.getpid()}-{time.time_ns()}"
     bench = Benchmark(config, region, runner, launcher, label=label)
     notes: list[str] = []
-
-    def correct_everywhere(base: Build, cand: Build) -> list[str]:
-        problems = _fresh_inputs(config, runner, base, cand, bench.gpu)
-        return problems or _sanitize(config, runner, cand, bench.gpu, notes)
-
+    checks = final_checks(config, runner, bench.gpu, notes)
     try:
-        verdict = bench.evaluate(code, compile_args, config.run.final_repeats, correct_everywhere)
+        verdict = bench.evaluate(code, compile_args, config.run.final_repeats, checks)
         return verdict, notes
     finally:
         for tree in bench._trees or ():
             shutil.rmtree(tree.path, ignore_errors=True)
+
+
+def final_checks(
+    config: ProjectConfig, runner: Runner, gpu: str, notes: list[str]
+) -> Callable[[Build, Build], list[str]]:
+    """The checks only the final verification makes: fresh inputs, then the sanitizer."""
+
+    def correct_everywhere(base: Build, cand: Build) -> list[str]:
+        problems = _fresh_inputs(config, runner, base, cand, gpu)
+        return problems or _sanitize(config, runner, cand, gpu, notes)
+
+    return correct_everywhere
 
 
 def _fresh_inputs(

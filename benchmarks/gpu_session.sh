@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Everything measured on the H200 in one call (results land in $OUT, then benchmarks/results/):
+#   1. the GPU tests: the example's own check, and the runtime red team;
+#   2. the example end to end: build through nvcc-opt, import, verify, accept, rebuild, run;
+#   3. benchmark_code's noise behaviour (benchmarks/benchmark_code_noise.py).
+# Wheels the machine lacks travel in .whl/ (see the device notes in benchmarks/README.md).
+set -uo pipefail
+OUT="${OUT:-$PWD/gpu-out}"
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
+mkdir -p /tmp/bin
+printf '#!%s\nfrom nvcc_opt.entry import main\nmain()\n' "$(command -v python3)" >/tmp/bin/nvcc-opt
+chmod +x /tmp/bin/nvcc-opt
+export PATH="/tmp/bin:$PATH" NVCC_OPT_STORE=/tmp/state/store.db XDG_CACHE_HOME=/tmp/cache
+{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nvcc --version | tail -2;
+  cmake --version | head -1; python3 --version; } >"$OUT/machine.txt" 2>&1
+
+step() { printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
+
+step "GPU tests"
+timeout "${TESTS_S:-200}" python3 -m pytest -q -p no:cacheprovider -m gpu \
+  tests/test_example_builds.py tests/test_redteam_gpu.py -rA 2>&1 | tail -40 | tee "$OUT/gpu_tests.log"
+
+step "the example end to end"
+work=/tmp/e2e
+rm -rf "$work" && cp -r examples/saxpy-stencil "$work" && cd "$work" || exit 1
+{
+  cmake -S . -B build -G Ninja -DCMAKE_CUDA_COMPILER_LAUNCHER=/tmp/bin/nvcc-opt >/dev/null
+  cmake --build build -j 16 | tail -1
+  ./run.sh build
+  nvcc-opt import rewrites.json
+  time timeout "${VERIFY_S:-240}" nvcc-opt verify 1
+  nvcc-opt review --accept 1 --reason "verified on the H200"
+  cmake --build build -j 16 -- -v | grep -c 'nvcc-opt' | sed 's/^/objects recompiled: /'
+  nvcc-opt explain src/stencil.cu
+  for i in 1 2 3; do ./run.sh build | head -1; done
+  python3 check.py build
+} 2>&1 | tee "$OUT/e2e.log"
+cd - >/dev/null || exit 1
+
+step "benchmark_code noise"
+noise=/tmp/noise
+rm -rf "$noise" && cp -r examples/saxpy-stencil "$noise"
+cmake -S "$noise" -B "$noise/build" -G Ninja -DCMAKE_CUDA_COMPILER_LAUNCHER=/tmp/bin/nvcc-opt >/dev/null
+cmake --build "$noise/build" -j 16 >/dev/null
+timeout "${NOISE_S:-420}" python3 benchmarks/benchmark_code_noise.py "$noise" \
+  --trials "${TRIALS:-20}" --out "$OUT/benchmark_code_noise.json" 2>&1 | tail -30
+step done
