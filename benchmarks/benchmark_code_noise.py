@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--region", default="smooth_kernel")
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--size", type=int, default=1 << 22, help="elements per run (side A)")
-    parser.add_argument("--extra", nargs="*", default=[], help="more run arguments, both sides")
+    parser.add_argument("--reps", type=int, default=None, help="the program's --reps, both sides")
     parser.add_argument("--out", type=Path, default=Path("benchmark_code_noise.json"))
     options = parser.parse_args()
 
@@ -88,8 +88,9 @@ def main() -> None:
         save()
     base_tree, cand_tree = bench.trees()
     base, cand = Build(base_tree.path), Build(cand_tree.path)
-    size_a = ["--size", str(options.size), *options.extra]
-    size_b = ["--size", str(round(options.size * 1.03)), *options.extra]
+    extra = ["--reps", str(options.reps)] if options.reps else []
+    size_a = ["--size", str(options.size), *extra]
+    size_b = ["--size", str(round(options.size * 1.03)), *extra]
     for kind, args_b in (("self", size_a), ("slower", size_b)):
         for _ in range(options.trials):
             result, times = trial(bench, base, cand, size_a, args_b)
