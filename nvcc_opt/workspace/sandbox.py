@@ -1,6 +1,8 @@
 """Bubblewrap (`bwrap`, Debian package `bubblewrap`) around a run: the whole file system read-only
-except the given folders and a private /tmp, no network unless asked, its own process namespace
-(every process of the run dies with it), device nodes kept so the GPU stays usable.
+except the given folders, no network unless asked, its own process namespace (every process of
+the run dies with it), device nodes kept so the GPU stays usable. /tmp stays visible, read-only:
+a private tmpfs there would hide a project or interpreter that lives under /tmp; TMPDIR points
+at the last writable folder (the run's scratch folder) instead.
 
 Whether bwrap works is probed once per process with the same options a run gets: containers often
 forbid the namespaces it needs, and then runs go unsandboxed and every result says why.
@@ -15,12 +17,10 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-TMP = Path("/tmp")
-
 
 def _base(network: bool) -> list[str]:
     words = ["--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
-    words += ["--tmpfs", str(TMP), "--unshare-pid", "--die-with-parent"]
+    words += ["--unshare-pid", "--die-with-parent"]
     return words if network else [*words, "--unshare-net"]
 
 
@@ -42,10 +42,6 @@ def unavailable() -> str:
     return ""
 
 
-def _within(path: Path, folders: Sequence[Path]) -> bool:
-    return any(path == f or f in path.parents for f in folders)
-
-
 def wrap(argv: Sequence[str], *, cwd: Path, writable: Sequence[Path], network: bool) -> list[str]:
     """`argv` under bwrap. Call only when `unavailable()` is ""; writable folders must exist."""
     bwrap = shutil.which("bwrap")
@@ -56,9 +52,8 @@ def wrap(argv: Sequence[str], *, cwd: Path, writable: Sequence[Path], network: b
             raise ValueError(f"writable path {folder} does not exist")
     words = [bwrap, *_base(network)]
     here = Path(os.path.realpath(cwd))
-    # The private /tmp hides the real one; keep the working folder visible (read-only) there.
-    if TMP in here.parents and not _within(here, folders):
-        words += ["--ro-bind", str(here), str(here)]
     for folder in folders:
         words += ["--bind", str(folder), str(folder)]
+    if folders:
+        words += ["--setenv", "TMPDIR", str(folders[-1])]
     return [*words, "--chdir", str(here), "--", *argv]
