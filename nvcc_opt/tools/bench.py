@@ -71,7 +71,7 @@ class Benchmark:
         """Guards, build, checks and timing of one candidate, as a structured verdict.
 
         `more_checks(baseline, candidate)` (the final verification's fresh inputs, sanitizer)
-        runs after the build and before any timing: correct before timed."""
+        runs after the candidate passed its first check and before any timing."""
         reasons = guards.check(self.region.text, code, file_text=self.region.file_text)
         if reasons:
             return decide(True, "", None, None, guard_reasons=reasons)
@@ -87,19 +87,18 @@ class Benchmark:
         built = tree.build(candidate_file=staged, timeout_s=self.config.build.timeout_s)
         if not built.ok:
             return decide(False, built.errors, None, None)
-        if more_checks is not None:
-            problems = more_checks(baseline, Build(tree.path))
-            if problems:
-                return decide(True, "", None, None, guard_reasons=problems)
+        candidate_build = Build(tree.path)
+        later = None if more_checks is None else lambda: more_checks(baseline, candidate_build)
         try:
             measured = measure(
                 self.config,
                 self.runner,
                 baseline,
-                Build(tree.path),
+                candidate_build,
                 repeats=repeats,
                 gpu=self.gpu,
                 baseline_output=self._reference(baseline),
+                more_checks=later,
             )
         except MeasureError as exc:
             raise ToolError(f"{exc}; fix the candidate or the [time] settings") from exc

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,8 +135,10 @@ def measure(
     gpu: str,
     args: tuple[str, ...] = (),
     baseline_output: RunOutput | None = None,
+    more_checks: Callable[[], list[str]] | None = None,
 ) -> Measurement:
-    """Check the candidate against the baseline, then time both, paired."""
+    """Check the candidate against the baseline, then `more_checks` (fresh inputs, sanitizer:
+    reasons it is wrong), then time both, paired."""
     note = ""
     if baseline_output is None:
         done, baseline_output, _ = run_once(config, runner, baseline, gpu, args)
@@ -147,6 +149,10 @@ def measure(
     done, output, _ = run_once(config, runner, candidate, gpu, args)
     note = note or done.note
     verdict = check(config, output, baseline_output)
+    if verdict.ok and more_checks is not None:
+        problems = more_checks()
+        if problems:
+            verdict = CheckResult(False, tuple(problems))
     if not verdict.ok:
         return Measurement(baseline_output, verdict, None, 0, note)
     times: dict[str, list[float]] = {"A": [], "B": []}
