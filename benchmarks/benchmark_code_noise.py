@@ -39,10 +39,12 @@ from nvcc_opt.verify.stats import compare, schedule
 from nvcc_opt.workspace.runner import ProcessRunner
 
 
-def trial(bench: Benchmark, base: Build, cand: Build, args_a: list[str], args_b: list[str]) -> Any:
+def trial(
+    bench: Benchmark, base: Build, cand: Build, args_a: list[str], args_b: list[str], pairs: int
+) -> Any:
     config = bench.config
     times: dict[str, list[float]] = {"A": [], "B": []}
-    for step in schedule(config.run.repeats, config.run.warmup):
+    for step in schedule(pairs, config.run.warmup):
         side = step[-1]
         build, args = (base, args_a) if side == "A" else (cand, args_b)
         _, _, seconds = run_once(config, bench.runner, build, bench.gpu, tuple(args))
@@ -61,6 +63,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--size", type=int, default=1 << 22, help="elements per run (side A)")
     parser.add_argument("--reps", type=int, default=None, help="the program's --reps, both sides")
+    parser.add_argument("--pairs", type=int, default=None, help="pairs per comparison")
     parser.add_argument("--out", type=Path, default=Path("benchmark_code_noise.json"))
     options = parser.parse_args()
 
@@ -86,6 +89,8 @@ def main() -> None:
         report["calls_s"].append(round(time.perf_counter() - start, 2))
         report["last_answer"] = answer
         save()
+    pairs = options.pairs or config.run.repeats
+    report["config"]["pairs_per_trial"] = pairs
     base_tree, cand_tree = bench.trees()
     base, cand = Build(base_tree.path), Build(cand_tree.path)
     extra = ["--reps", str(options.reps)] if options.reps else []
@@ -93,7 +98,7 @@ def main() -> None:
     size_b = ["--size", str(round(options.size * 1.03)), *extra]
     for kind, args_b in (("self", size_a), ("slower", size_b)):
         for _ in range(options.trials):
-            result, times = trial(bench, base, cand, size_a, args_b)
+            result, times = trial(bench, base, cand, size_a, args_b, pairs)
             report[kind].append(
                 {
                     "verdict": result.verdict,

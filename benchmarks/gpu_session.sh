@@ -21,7 +21,18 @@ parts="${PARTS:-tests e2e noise}"  # a call has at most 10 minutes: run the part
 want() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 want tests && step "GPU tests" && timeout "${TESTS_S:-200}" python3 -m pytest -q -p no:cacheprovider -m gpu \
-  tests/test_example_builds.py tests/test_redteam_gpu.py -rA 2>&1 | tail -40 | tee "$OUT/gpu_tests.log"
+  ${GPU_TESTS:-tests/test_example_builds.py tests/test_redteam_gpu.py tests/test_tools_microbench.py} \
+  -rA 2>&1 | tail -40 | tee "$OUT/gpu_tests.log"
+
+if want rebuild; then
+  step "a second build through the launcher is a no-op (ninja -d explain)"
+  rm -rf /tmp/rb && cp -r examples/saxpy-stencil /tmp/rb
+  cmake -S /tmp/rb -B /tmp/rb/build -G Ninja -DCMAKE_CUDA_COMPILER_LAUNCHER=/tmp/bin/nvcc-opt >/dev/null
+  cmake --build /tmp/rb/build -j 16 >/dev/null
+  ninja -C /tmp/rb/build -d explain -n 2>&1 | head -20 | tee "$OUT/rebuild.log"
+  ls -la --time-style=full-iso /tmp/state/stamps /tmp/rb/build/CMakeFiles/saxpy_kernels.dir/src/ \
+    2>&1 | tee -a "$OUT/rebuild.log" | tail -12
+fi
 
 if want e2e; then
 step "the example end to end"
@@ -49,6 +60,6 @@ rm -rf "$noise" && cp -r examples/saxpy-stencil "$noise"
 cmake -S "$noise" -B "$noise/build" -G Ninja -DCMAKE_CUDA_COMPILER_LAUNCHER=/tmp/bin/nvcc-opt >/dev/null
 cmake --build "$noise/build" -j 16 >/dev/null
 timeout "${NOISE_S:-420}" python3 benchmarks/benchmark_code_noise.py "$noise" \
-  --trials "${TRIALS:-20}" --reps 200 --out "$OUT/benchmark_code_noise.json" 2>&1 | tail -30
+  --trials "${TRIALS:-20}" --reps 200 ${PAIRS:+--pairs $PAIRS} --out "$OUT/benchmark_code_noise.json" 2>&1 | tail -30
 fi
 step done
