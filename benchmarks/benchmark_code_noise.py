@@ -5,8 +5,8 @@
 PROJECT is a configured project (nvcc-opt.toml, a CMake build tree built through nvcc-opt) with
 a tagged region. Three measurements, in one run:
 
-1. time per benchmark_code call: the real tool on the region's own text, three calls (the first
-   configures the private trees and builds the baseline);
+1. time per benchmark_code call: the real tool on the region's own text, `--calls` calls (the
+   first configures the private trees and builds the baseline);
 2. the baseline against itself: `--trials` comparisons, each exactly as benchmark_code times
    (run_once per run, the ABBA schedule after warm-up, `[run] repeats` pairs, stats.compare),
    between the two private trees built from the same code; target: "no difference" in >= 95%;
@@ -64,6 +64,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1 << 22, help="elements per run (side A)")
     parser.add_argument("--reps", type=int, default=None, help="the program's --reps, both sides")
     parser.add_argument("--pairs", type=int, default=None, help="pairs per comparison")
+    parser.add_argument("--calls", type=int, default=3, help="timed benchmark_code calls")
     parser.add_argument("--out", type=Path, default=Path("benchmark_code_noise.json"))
     options = parser.parse_args()
 
@@ -83,7 +84,7 @@ def main() -> None:
     def save() -> None:
         options.out.write_text(json.dumps(report, indent=1))
 
-    for _ in range(3):
+    for _ in range(options.calls):
         start = time.perf_counter()
         answer = bench.benchmark_code(region.text)
         report["calls_s"].append(round(time.perf_counter() - start, 2))

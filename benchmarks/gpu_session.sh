@@ -60,6 +60,6 @@ rm -rf "$noise" && cp -r examples/saxpy-stencil "$noise"
 cmake -S "$noise" -B "$noise/build" -G Ninja -DCMAKE_CUDA_COMPILER_LAUNCHER=/tmp/bin/nvcc-opt >/dev/null
 cmake --build "$noise/build" -j 16 >/dev/null
 timeout "${NOISE_S:-420}" python3 benchmarks/benchmark_code_noise.py "$noise" \
-  --trials "${TRIALS:-20}" --reps 200 ${PAIRS:+--pairs $PAIRS} --out "$OUT/benchmark_code_noise.json" 2>&1 | tail -30
+  --trials "${TRIALS:-20}" --reps 200 --size "${SIZE:-1048576}" --calls "${CALLS:-3}" ${PAIRS:+--pairs $PAIRS} --out "$OUT/benchmark_code_noise.json" 2>&1 | tail -30
 fi
 step done
