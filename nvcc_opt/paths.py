@@ -67,8 +67,14 @@ def stamp_path(store: Path, file: str, region_name: str) -> Path:
     return store.parent / "stamps" / f"{digest}.stamp"
 
 
+# A new stamp is dated long ago: it is created during the compile that lists it, and Ninja 1.12+
+# records an output's time as its command's start, so a stamp dated "now" would rebuild the object
+# on every build. A decision dates it now (touch_stamp), which is newer than any object.
+NEW_STAMP_TIME = 946684800  # 2000-01-01
+
+
 def ensure_stamp(path: Path) -> None:
-    """Create the stamp if missing, never touching an existing one (that would rebuild)."""
+    """Create the stamp if missing (dated long ago), never touching an existing one."""
     if path.exists():
         return
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -76,7 +82,10 @@ def ensure_stamp(path: Path) -> None:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
         return
-    os.close(fd)
+    try:
+        os.utime(fd, (NEW_STAMP_TIME, NEW_STAMP_TIME))
+    finally:
+        os.close(fd)
 
 
 def touch_stamp(path: Path) -> None:
