@@ -1,13 +1,31 @@
 """Frozen value types shared by every layer.
 
-Rows never leave the store: the store returns these records. Nothing here does I/O, and nothing
-here may import anything heavier than the standard library (the launcher imports this module).
+Rows never leave the store: the store returns these records. Nothing here does I/O. The types the
+launcher's hot path needs live in `values.py` (no dataclasses: start-up time) and are re-exported.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from nvcc_opt.values import AcceptedRewrite, CompileContext, RegionSpan, ScanResult, ScanWarning
+
+__all__ = [
+    "ALLOWED_TRANSITIONS",
+    "AcceptedRewrite",
+    "CompileContext",
+    "CompileRecord",
+    "Decision",
+    "NewRewrite",
+    "RegionRecord",
+    "RegionSpan",
+    "Rewrite",
+    "RewriteState",
+    "ScanResult",
+    "ScanWarning",
+    "Verification",
+]
 
 
 class RewriteState(StrEnum):
@@ -25,52 +43,6 @@ ALLOWED_TRANSITIONS: dict[RewriteState, frozenset[RewriteState]] = {
     RewriteState.REJECTED: frozenset(),
     RewriteState.REVOKED: frozenset(),
 }
-
-
-@dataclass(frozen=True)
-class RegionSpan:
-    """One `@optimize` region found in a source file (pure scan result, no I/O).
-
-    Lines are 1-based and inclusive; offsets are byte offsets into the file: `start_offset` is the
-    first byte of line `start_line`, `end_offset` is one past the last byte of line `end_line`
-    (its line terminator included). `text_hash` is the sha256 hex digest of the region's bytes
-    with CRLF normalised to LF.
-    """
-
-    name: str
-    kind: str  # "function" (pragma above a definition) or "block" (begin/end)
-    pragma_line: int
-    start_line: int
-    end_line: int
-    start_offset: int
-    end_offset: int
-    text_hash: str
-
-
-@dataclass(frozen=True)
-class ScanWarning:
-    """A malformed or unmatched pragma: reported as file:line, never fatal."""
-
-    line: int
-    message: str
-
-
-@dataclass(frozen=True)
-class ScanResult:
-    regions: tuple[RegionSpan, ...]
-    warnings: tuple[ScanWarning, ...]
-
-
-@dataclass(frozen=True)
-class CompileContext:
-    """What a compile (or a verification) was done with; shown when it changes."""
-
-    compiler_version: str = ""  # last lines of `nvcc --version`
-    host_compiler: str = ""  # -ccbin value, or "" for nvcc's default
-    flags: tuple[str, ...] = ()  # the compile's flags, without source/output/depfile names
-    nvcc_env: tuple[tuple[str, str], ...] = ()  # NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS
-    file_hash: str = ""  # sha256 of the whole source file
-    targets: tuple[str, ...] = ()  # normalised GPU targets, e.g. ("sm_90",)
 
 
 @dataclass(frozen=True)
@@ -167,15 +139,3 @@ class Rewrite:
     @property
     def last_verification(self) -> Verification | None:
         return self.verifications[-1] if self.verifications else None
-
-
-@dataclass(frozen=True)
-class AcceptedRewrite:
-    """What the launcher needs to substitute one region (read by the fast path)."""
-
-    id: int
-    region_hash: str
-    code: str
-    compile_args: tuple[str, ...]
-    targets: tuple[str, ...] | None
-    suspect: str = ""  # non-empty: an earlier substituted compile failed; the launcher skips it

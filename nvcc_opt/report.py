@@ -3,7 +3,6 @@ not get a rewrite. Read-only."""
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,9 @@ def context_changes(verified: CompileContext | None, now: CompileContext | None)
     if verified is None or now is None:
         return []
     return [
-        field.name
-        for field in dataclasses.fields(CompileContext)
-        if getattr(verified, field.name) != getattr(now, field.name)
+        field
+        for field in CompileContext.__slots__
+        if getattr(verified, field) != getattr(now, field)
     ]
 
 
@@ -61,7 +60,7 @@ def latest_compile_of(store: Store, rewrite: Rewrite) -> CompileRecord | None:
 
 
 def _context_json(context: CompileContext | None) -> dict[str, Any] | None:
-    return None if context is None else dataclasses.asdict(context)
+    return None if context is None else context.as_dict()
 
 
 def _rewrite_row(rewrite: Rewrite, last: CompileRecord | None) -> dict[str, Any]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import sys
 from pathlib import Path
 
 import click
@@ -13,19 +11,12 @@ from nvcc_opt.cli_common import open_store
 from nvcc_opt.config import ConfigError, find_root, load
 from nvcc_opt.records import Rewrite, RewriteState
 from nvcc_opt.store.api import Store, StoreError
+from nvcc_opt.tools.catalog import launcher_path
 from nvcc_opt.tools.region import Region, RegionNotFound
 from nvcc_opt.tools.schema import ToolError
 from nvcc_opt.verify import final
 from nvcc_opt.workspace.runner import ProcessRunner
 from nvcc_opt.workspace.tree import TreeError
-
-
-def launcher_path() -> str:
-    """The nvcc-opt that private trees build through: this one."""
-    me = Path(sys.argv[0])
-    if me.name == "nvcc-opt" and me.exists():
-        return str(me.resolve())
-    return shutil.which("nvcc-opt") or "nvcc-opt"
 
 
 def needs_verification(store: Store, rewrite: Rewrite) -> bool:

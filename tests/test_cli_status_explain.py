@@ -3,7 +3,6 @@ regions recorded as the launcher records them."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
 from pathlib import Path
@@ -76,7 +75,7 @@ def test_status_json(db: Path, source: Path) -> None:
     (compiled,) = pair["compiles"]
     assert compiled["command"] == command
     assert compiled["cwd"] == str(source.parent.parent / "build")
-    as_json = json.loads(json.dumps(dataclasses.asdict(context(source))))
+    as_json = json.loads(json.dumps(context(source).as_dict()))
     assert compiled["context"] == as_json and as_json["targets"] == ["sm_90"]
     (rewrite,) = pair["rewrites"]
     assert (rewrite["id"], rewrite["state"], rewrite["context_changed"]) == (
@@ -91,8 +90,7 @@ def test_status_shows_what_changed_since_verification(db: Path, source: Path) ->
     verified = context(source)
     rewrite_id = propose(db, source, "scale", context=verified, targets=("sm_90",))
     _accept(db, rewrite_id)
-    now = dataclasses.replace(
-        verified,
+    now = verified.replace(
         compiler_version="Cuda compilation tools, release 13.1",
         nvcc_env=(("NVCC_APPEND_FLAGS", "-lineinfo"),),
     )

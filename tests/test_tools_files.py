@@ -269,29 +269,6 @@ def test_links_that_stay_inside_are_followed(box: Toolbox, root: Path) -> None:
     ]
 
 
-def test_cli_lists_calls_and_prints_schemas(root: Path) -> None:
-    runner = CliRunner()
-    listing = runner.invoke(tool_command, ["--root", str(root)])
-    assert listing.exit_code == 0
-    assert listing.output.startswith("file_viewer(path: string, start: integer = 1")
-    assert '\nlist_dir(path: string = ".")\n' in listing.output
-    viewed = runner.invoke(
-        tool_command,
-        ["file_viewer", "--args", '{"path": "src/kernel.cu", "end": 1}', "--root", str(root)],
-    )
-    assert viewed.exit_code == 0
-    assert viewed.output.startswith("[src/kernel.cu: lines 1-1 of 6]\n    1 | #include")
-    refused = runner.invoke(
-        tool_command, ["list_dir", "--args", '{"path": ".."}', "--root", str(root)]
-    )
-    assert refused.exit_code == 1
-    assert refused.output.startswith("error: '..' leads outside the project root")
-    schema = runner.invoke(tool_command, ["search", "--schema"])
-    assert json.loads(schema.output)["function"]["parameters"]["required"] == ["pattern"]
-    unknown = runner.invoke(tool_command, ["nope", "--schema"])
-    assert unknown.exit_code == 2 and "choose from file_viewer, list_dir, search" in unknown.output
-
-
 def test_cli_root_defaults_to_the_current_folder(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,12 +11,17 @@ nvcc reads `--options-file`/`-optf` but refuses `@file`, so a command with `@fil
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from enum import Enum
+
+from nvcc_opt.values import Value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
 
-class Role(Enum):
+class Role:
+    """What an option means to the launcher (string constants: `enum` costs start-up time)."""
+
     FLAG = "flag"  # affects the key, nothing else to know
     COMPILE = "compile"  # -c, -dw
     DEVICE_COMPILE = "device-compile"  # -dc: compile with relocatable device code
@@ -41,7 +46,7 @@ class Opt:
 
     __slots__ = ("long", "short", "value", "role", "note")
 
-    def __init__(self, long: str, short: str, value: bool, role: Role, note: str = "") -> None:
+    def __init__(self, long: str, short: str, value: bool, role: str, note: str = "") -> None:
         self.long = long
         self.short = short
         self.value = value  # takes a value
@@ -49,11 +54,11 @@ class Opt:
         self.note = note  # the pass-through reason of a mode, "MD"/"MMD" for a depfile mode
 
 
-def _v(long: str, short: str, role: Role) -> Opt:
+def _v(long: str, short: str, role: str) -> Opt:
     return Opt(long, short, True, role)
 
 
-def _f(long: str, short: str, role: Role, note: str = "") -> Opt:
+def _f(long: str, short: str, role: str, note: str = "") -> Opt:
     return Opt(long, short, False, role, note)
 
 
@@ -179,8 +184,12 @@ _NOT_IN_KEY = frozenset(
 _MAX_DEPTH = 8  # options files that include options files
 
 
-@dataclass(frozen=True)
-class CompileJob:
+class CompileJob(Value):
+    __slots__ = (
+        "args", "source_index", "source", "language_cu", "output", "depfile", "depfile_mode",
+        "dep_target", "dep_phony", "rdc", "targets", "host_compiler", "key_flags",
+        "options_files",
+    )  # fmt: skip
     args: tuple[str, ...]  # the compiler's args, verbatim (options files not inlined)
     source_index: int  # args[source_index] is the single source file, as spelled
     source: str
@@ -196,10 +205,47 @@ class CompileJob:
     key_flags: tuple[str, ...]  # flags that shape the code, options files expanded in place
     options_files: tuple[str, ...]  # options files read, joined onto cwd
 
+    def __init__(
+        self,
+        args: tuple[str, ...],
+        source_index: int,
+        source: str,
+        language_cu: bool,
+        output: str | None,
+        depfile: str | None,
+        depfile_mode: str | None,
+        dep_target: str | None,
+        dep_phony: bool,
+        rdc: bool,
+        targets: tuple[str, ...],
+        host_compiler: str,
+        key_flags: tuple[str, ...],
+        options_files: tuple[str, ...],
+    ) -> None:
+        self._set(
+            args=args,
+            source_index=source_index,
+            source=source,
+            language_cu=language_cu,
+            output=output,
+            depfile=depfile,
+            depfile_mode=depfile_mode,
+            dep_target=dep_target,
+            dep_phony=dep_phony,
+            rdc=rdc,
+            targets=targets,
+            host_compiler=host_compiler,
+            key_flags=key_flags,
+            options_files=options_files,
+        )
 
-@dataclass(frozen=True)
-class PassThrough:
+
+class PassThrough(Value):
+    __slots__ = ("reason",)
     reason: str  # stable text before any ": detail", so it can be a counter
+
+    def __init__(self, reason: str) -> None:
+        self._set(reason=reason)
 
 
 class _Stop(Exception):

@@ -9,23 +9,24 @@ must see, never silently replaced by the original.
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
 
-from nvcc_opt.records import AcceptedRewrite
+from nvcc_opt.values import AcceptedRewrite, Value
 
 ENV = "NVCC_OPT_CANDIDATE"
 PRIVATE = "NVCC_OPT_PRIVATE_TREE"  # set for every build of a private tree: record nothing
 CANDIDATE_ID = 0  # never a store id (those start at 1)
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(Value):
+    __slots__ = ("file", "region_hash", "code", "compile_args")
     file: str
     region_hash: str
     code: str
     compile_args: tuple[str, ...]
+
+    def __init__(self, file: str, region_hash: str, code: str, compile_args: tuple[str, ...]):
+        self._set(file=file, region_hash=region_hash, code=code, compile_args=compile_args)
 
     def as_rewrite(self) -> AcceptedRewrite:
         return AcceptedRewrite(CANDIDATE_ID, self.region_hash, self.code, self.compile_args, None)
@@ -39,6 +40,8 @@ def load() -> Candidate | None:
     path = os.environ.get(ENV)
     if not path:
         return None
+    import json
+
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
@@ -57,6 +60,8 @@ def load() -> Candidate | None:
 
 def write(path: str, file: str, region_hash: str, code: str, compile_args: list[str]) -> None:
     """Write a candidate file atomically (for the tools that build private trees)."""
+    import json
+
     temporary = f"{path}.tmp{os.getpid()}"
     with open(temporary, "w", encoding="utf-8") as handle:
         json.dump(

@@ -6,13 +6,32 @@ around the compiler; only the compiler's own arguments are parsed and changed.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from nvcc_opt.values import Value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 _CACHES = frozenset({"ccache", "sccache", "buildcache"})
-_NAME_VALUE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-_NVCC = re.compile(r"nvcc(-[0-9][0-9.]*)?(\.exe)?", re.IGNORECASE)
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_NAME_REST = _NAME_START | frozenset("0123456789")
+
+
+def _is_assignment(word: str) -> bool:
+    """NAME=VALUE, as env and cmake -E env take it (no regex: `re` costs start-up time)."""
+    name, equals, _ = word.partition("=")
+    return bool(equals and name and name[0] in _NAME_START and set(name) <= _NAME_REST)
+
+
+def _is_nvcc_name(name: str) -> bool:
+    """nvcc, nvcc.exe, nvcc-12.4 (any case)."""
+    lowered = name.lower().removesuffix(".exe")
+    if lowered == "nvcc":
+        return True
+    version = lowered.removeprefix("nvcc-")
+    return version != lowered and version[:1].isdigit() and set(version) <= set("0123456789.")
+
+
 _SELF = frozenset({"nvcc-opt", "nvcc_opt"})
 
 # env(1) options we can follow (-C/--chdir and -S/--split-string we cannot: the compile's working
@@ -22,11 +41,14 @@ _ENV_FLAGS = frozenset({"-i", "-", "--ignore-environment", "-0", "--null", "-v",
 _ENV_GLUED = ("-u", "--unset=", "--default-signal", "--ignore-signal", "--block-signal")
 
 
-@dataclass(frozen=True)
-class Chain:
+class Chain(Value):
+    __slots__ = ("wrappers", "compiler", "args")
     wrappers: tuple[str, ...]  # everything before the real compiler, verbatim
     compiler: str  # the real compiler word, verbatim
     args: tuple[str, ...]  # the compiler's arguments, verbatim
+
+    def __init__(self, wrappers: tuple[str, ...], compiler: str, args: tuple[str, ...]) -> None:
+        self._set(wrappers=wrappers, compiler=compiler, args=args)
 
     def command(self, args: Sequence[str]) -> list[str]:
         """The same wrappers and compiler around other arguments."""
@@ -53,7 +75,7 @@ def split_chain(rest: Sequence[str]) -> Chain | None:
 
 def is_nvcc(compiler: str) -> bool:
     """The word names nvcc: `nvcc`, `nvcc.exe`, or a versioned `nvcc-12.4` (never nvcc-opt)."""
-    return _NVCC.fullmatch(_basename(compiler)) is not None
+    return _is_nvcc_name(_basename(compiler))
 
 
 def is_self(compiler: str) -> bool:
@@ -80,7 +102,7 @@ def ccache_first_fix(parent_comm: str) -> str | None:
 
 
 def _basename(word: str) -> str:
-    return re.split(r"[/\\]", word)[-1]
+    return word.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def _skip_cmake_env(rest: Sequence[str], i: int) -> int:
@@ -91,7 +113,7 @@ def _skip_cmake_env(rest: Sequence[str], i: int) -> int:
             return i + 1
         if word == "--modify":
             i += 2
-        elif word.startswith(("--unset=", "--modify=")) or _NAME_VALUE.match(word):
+        elif word.startswith(("--unset=", "--modify=")) or _is_assignment(word):
             i += 1
         else:
             return i
@@ -110,7 +132,7 @@ def _skip_env(rest: Sequence[str], i: int) -> int:
             i += 1
         elif word.startswith("-"):
             return -1
-        elif _NAME_VALUE.match(word):
+        elif _is_assignment(word):
             i += 1
         else:
             return i

@@ -8,11 +8,14 @@ atomically (temporary file, then rename) so a killed compile never leaves half a
 from __future__ import annotations
 
 import os
-import tempfile
-from collections.abc import Sequence
 
-from nvcc_opt.records import AcceptedRewrite, RegionSpan
 from nvcc_opt.regions.splice import splice
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from nvcc_opt.values import AcceptedRewrite, RegionSpan
 
 
 def copy_path(source: str, output: str | None, cwd: str) -> str:
@@ -33,12 +36,14 @@ def write_copy(
     path = copy_path(spelling, output, cwd)
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    temporary = os.path.join(folder, f".tmp-{os.getpid()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(content)
         os.replace(temporary, path)
     except BaseException:
-        os.unlink(temporary)
+        if os.path.exists(temporary):
+            os.unlink(temporary)
         raise
     return path

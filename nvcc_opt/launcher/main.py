@@ -3,26 +3,26 @@
 Fails open: any problem in here runs the original command unchanged and says why, briefly. Exit
 code, stdout and stderr of the compiler pass through; with no accepted rewrite the compiler runs on
 the original arguments, so the object is the one plain nvcc makes.
+
+Start-up counts on every tagged compile: only the standard library's cheapest modules load here;
+the database is opened only when the accepted-files index names this file or a compile has not
+been recorded yet (`seen/` markers).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import subprocess
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 
 from nvcc_opt import paths
+from nvcc_opt._sha import sha256
 from nvcc_opt.entry import GUARD
-from nvcc_opt.launcher import argv, candidate, chain, depfile, plan
-from nvcc_opt.launcher.copy import write_copy
-from nvcc_opt.records import CompileContext, RegionSpan
+from nvcc_opt.launcher import argv, candidate, chain, depfile, plan, spawn
 from nvcc_opt.regions.scan import region_text, scan
-from nvcc_opt.store import fast
+from nvcc_opt.values import AcceptedRewrite, CompileContext, RegionSpan
 
 NVCC_ENV = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
+PROBE_TIMEOUT_S = 30.0
 
 
 def notice(message: str) -> None:
@@ -30,18 +30,30 @@ def notice(message: str) -> None:
     sys.stderr.flush()
 
 
-@dataclass(frozen=True)
 class Tagged:
     """A compile of a tagged source, with everything decided before the compiler runs."""
 
-    chain: chain.Chain
-    job: argv.CompileJob
-    file: str  # real absolute path of the source
-    source: bytes
-    regions: tuple[RegionSpan, ...]
-    plan: plan.Plan
-    store: Path
-    candidate: bool = False  # a private tree's candidate compile: fail closed, record nothing
+    __slots__ = ("chain", "job", "file", "source", "regions", "plan", "store", "candidate")
+
+    def __init__(
+        self,
+        found: chain.Chain,
+        job: argv.CompileJob,
+        file: str,
+        source: bytes,
+        regions: tuple[RegionSpan, ...],
+        decided: plan.Plan,
+        store: str,
+        is_candidate: bool,
+    ) -> None:
+        self.chain = found
+        self.job = job
+        self.file = file  # real absolute path of the source
+        self.source = source
+        self.regions = regions
+        self.plan = decided
+        self.store = store
+        self.candidate = is_candidate  # a private tree's candidate: fail closed, record nothing
 
 
 def run(rest: list[str]) -> int:
@@ -64,7 +76,7 @@ def _env() -> dict[str, str]:
 
 def _call(command: list[str]) -> int:
     try:
-        return subprocess.call(command, env=_env())
+        return spawn.call(command, _env())
     except OSError as exc:
         notice(f"cannot run {command[0]}: {exc.strerror}")
         return 127
@@ -91,23 +103,18 @@ def prepare(rest: list[str]) -> Tagged | None:
     if isinstance(job, argv.PassThrough):
         return None
     file = os.path.realpath(job.source)
-    source = Path(file).read_bytes()
+    with open(file, "rb") as handle:
+        source = handle.read()
     result = scan(source)
     for warning in result.warnings:
         sys.stderr.write(f"{job.source}:{warning.line}: warning: nvcc-opt: {warning.message}\n")
     if not result.regions:
         return None
-    store = paths.store_path(near=os.path.dirname(file))
+    store = paths.store_file(near=os.path.dirname(file))
     fix = chain.ccache_first_fix(_parent_comm())
     if fix and paths.say_once(store, fix):
         notice(fix)
-    try:
-        accepted = fast.accepted_for(str(store), file, [r.text_hash for r in result.regions])
-    except fast.FastStoreError as exc:
-        message = f"store unusable ({exc}); compiling the original sources"
-        if paths.say_once(store, message):
-            notice(message)
-        accepted = []
+    accepted = _accepted(store, file, result.regions)
     proposal = candidate.load()
     mine = proposal is not None and proposal.file == file
     if proposal is not None and mine:
@@ -128,9 +135,23 @@ def prepare(rest: list[str]) -> Tagged | None:
     return Tagged(found, job, file, source, result.regions, decided, store, mine)
 
 
+def _accepted(store: str, file: str, regions: tuple[RegionSpan, ...]) -> list[AcceptedRewrite]:
+    if not os.path.exists(store) or not paths.may_have_accepted(store, file):
+        return []
+    from nvcc_opt.store import fast
+
+    try:
+        return fast.accepted_for(store, file, [r.text_hash for r in regions])
+    except fast.FastStoreError as exc:
+        message = f"store unusable ({exc}); compiling the original sources"
+        if paths.say_once(store, message):
+            notice(message)
+        return []
+
+
 def execute(tagged: Tagged) -> int:
     version = _start_version_probe(tagged.chain.compiler)
-    stamps = [paths.stamp_path(tagged.store, tagged.file, r.name) for r in tagged.regions]
+    stamps = [paths.stamp_file(tagged.store, tagged.file, r.name) for r in tagged.regions]
     try:
         for stamp in stamps:
             paths.ensure_stamp(stamp)
@@ -152,41 +173,15 @@ def execute(tagged: Tagged) -> int:
     else:
         code = _call(original)
     if tagged.candidate:
-        stamps.append(Path(os.environ[candidate.ENV]))  # a new candidate rebuilds this object
+        stamps.append(os.environ[candidate.ENV])  # a new candidate rebuilds this object
     try:
         if code == 0:
-            _fix_depfile(tagged, copy, [str(s) for s in stamps])
+            _fix_depfile(tagged, copy, stamps)
         if not tagged.candidate and not os.environ.get(candidate.PRIVATE):
             _record(tagged, _finish_version_probe(version))
     except Exception as exc:  # the object is built: report, never fail the build for this
         notice(f"internal error after compiling ({type(exc).__name__}: {exc})")
     return code
-
-
-def _compile_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
-    """Compile the copy; on failure return the errors (the caller decides whose fault)."""
-    job = tagged.job
-    try:
-        include = quote_include(job.source)
-        copy = write_copy(tagged.source, tagged.plan.applied, job.source, job.output, os.getcwd())
-    except (OSError, ValueError) as exc:
-        then = "failing the candidate" if tagged.candidate else "compiling the original"
-        notice(f"could not splice {job.source} ({exc}); {then}")
-        return None, 1, ""
-    args = [include, *argv.with_source(job, copy)]
-    command = tagged.chain.command([*args, *tagged.plan.extra_args])
-    try:
-        done = subprocess.run(command, env=_env(), capture_output=True)
-    except OSError as exc:
-        notice(f"cannot run {command[0]}: {exc.strerror}; compiling the original")
-        return None, 1, ""
-    if done.returncode == 0:
-        sys.stdout.buffer.write(done.stdout)
-        sys.stdout.flush()
-        sys.stderr.buffer.write(done.stderr)
-        sys.stderr.flush()
-        return copy, 0, ""
-    return None, done.returncode, done.stderr.decode(errors="replace") or "compiler failed"
 
 
 def quote_include(source: str) -> str:
@@ -199,12 +194,47 @@ def quote_include(source: str) -> str:
     return f'-Xcompiler=-iquote,"{folder}"'
 
 
+def _compile_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
+    """Compile the copy; on failure return the errors (the caller decides whose fault)."""
+    from nvcc_opt.launcher.copy import write_copy
+
+    job = tagged.job
+    then = "failing the candidate" if tagged.candidate else "compiling the original"
+    try:
+        include = quote_include(job.source)
+        copy = write_copy(tagged.source, tagged.plan.applied, job.source, job.output, os.getcwd())
+    except (OSError, ValueError) as exc:
+        notice(f"could not splice {job.source} ({exc}); {then}")
+        return None, 1, ""
+    args = [include, *argv.with_source(job, copy)]
+    command = tagged.chain.command([*args, *tagged.plan.extra_args])
+    out, err = f"{copy}.stdout", f"{copy}.stderr"
+    try:
+        code = spawn.start(command, _env(), stdout=out, stderr=err).wait()
+        with open(out, "rb") as handle:
+            stdout = handle.read()
+        with open(err, "rb") as handle:
+            stderr = handle.read()
+    except OSError as exc:
+        notice(f"cannot run {command[0]}: {exc.strerror}; {then}")
+        return None, 1, ""
+    if code == 0:
+        sys.stdout.buffer.write(stdout)
+        sys.stdout.flush()
+        sys.stderr.buffer.write(stderr)
+        sys.stderr.flush()
+        return copy, 0, ""
+    return None, code, stderr.decode(errors="replace") or "compiler failed"
+
+
 def _suspect(tagged: Tagged, errors: str) -> None:
+    from nvcc_opt.store import fast
+
     first = next((line for line in errors.splitlines() if "error" in line), "compiler failed")
     for _, rewrite in tagged.plan.applied:
         reason = f"substituted compile failed: {first.strip()[:300]}"
         try:
-            newly = fast.mark_suspect(str(tagged.store), rewrite.id, reason)
+            newly = fast.mark_suspect(tagged.store, rewrite.id, reason)
         except fast.FastStoreError:
             newly = True
         if newly:
@@ -223,54 +253,57 @@ def _fix_depfile(tagged: Tagged, copy: str | None, stamps: list[str]) -> None:
     if name is None:
         output = job.output or os.path.splitext(os.path.basename(job.source))[0] + ".o"
         name = os.path.splitext(output)[0] + ".d"
-    path = Path(name)
     try:
-        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        with open(name, encoding="utf-8", errors="surrogateescape") as handle:
+            text = handle.read()
         fixed = depfile.fix(text, copy, job.source, stamps, job.dep_phony)
-        path.write_text(fixed, encoding="utf-8", errors="surrogateescape")
+        with open(name, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(fixed)
     except OSError as exc:
         notice(f"could not update depfile {name} ({exc.strerror})")
 
 
-def _start_version_probe(compiler: str) -> subprocess.Popen[bytes] | None:
+def _start_version_probe(compiler: str) -> spawn.Spawned | None:
     try:
-        return subprocess.Popen(
-            [compiler, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env()
-        )
+        return spawn.start([compiler, "--version"], _env(), pipe=True)
     except OSError:
         return None
 
 
-def _finish_version_probe(probe: subprocess.Popen[bytes] | None) -> str:
+def _finish_version_probe(probe: spawn.Spawned | None) -> str:
     if probe is None:
         return ""
-    try:
-        out, _ = probe.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        probe.kill()
-        return ""
-    lines = out.decode(errors="replace").strip().splitlines()
+    lines = probe.read(PROBE_TIMEOUT_S).decode(errors="replace").strip().splitlines()
     return "\n".join(lines[-2:])
 
 
 def _record(tagged: Tagged, version: str) -> None:
+    """Remember the regions and the command, unless this exact compile was recorded already."""
     job = tagged.job
     context = CompileContext(
         compiler_version=version,
         host_compiler=job.host_compiler,
         flags=job.key_flags,
         nvcc_env=tuple((k, os.environ[k]) for k in NVCC_ENV if k in os.environ),
-        file_hash=hashlib.sha256(tagged.source).hexdigest(),
+        file_hash=sha256(tagged.source).hexdigest(),
         targets=job.targets,
     )
     output = os.path.abspath(job.output or os.path.basename(job.source) + ".o")
-    regions = [(r, region_text(tagged.source, r)) for r in tagged.regions]
     command = tagged.chain.command(list(job.args))
+    key = repr((tagged.file, output, os.getcwd(), command, context, tagged.regions))
+    marker = paths.seen_marker(tagged.store, key)
+    if os.path.exists(marker):
+        return
+    from nvcc_opt.store import fast
+
+    regions = [(r, region_text(tagged.source, r)) for r in tagged.regions]
     try:
         fast.record_compile(
-            str(tagged.store), tagged.file, regions, output, command, os.getcwd(), context
+            tagged.store, tagged.file, regions, output, command, os.getcwd(), context
         )
     except fast.FastStoreError as exc:
         message = f"could not record this compile in {tagged.store} ({exc})"
         if paths.say_once(tagged.store, message):
             notice(message)
+        return
+    paths.mark(paths.seen_marker(tagged.store, key))  # the store may have been created just now

@@ -6,24 +6,33 @@ Every region gets an outcome that `nvcc-opt explain` can also show.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from nvcc_opt.values import AcceptedRewrite, RegionSpan, Value
 
-from nvcc_opt.records import AcceptedRewrite, RegionSpan
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(Value):
+    __slots__ = ("region", "rewrite", "why", "warn")
     region: RegionSpan
     rewrite: AcceptedRewrite | None  # the rewrite to splice, or None
     why: str  # one line: why this region does or does not get a rewrite
-    warn: bool = False  # the build should say `why` (a conflict the user must resolve)
+    warn: bool  # the build should say `why` (a conflict the user must resolve)
+
+    def __init__(
+        self, region: RegionSpan, rewrite: AcceptedRewrite | None, why: str, warn: bool = False
+    ) -> None:
+        self._set(region=region, rewrite=rewrite, why=why, warn=warn)
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(Value):
+    __slots__ = ("outcomes", "extra_args")
     outcomes: tuple[Outcome, ...]
     extra_args: tuple[str, ...]
+
+    def __init__(self, outcomes: tuple[Outcome, ...], extra_args: tuple[str, ...]) -> None:
+        self._set(outcomes=outcomes, extra_args=extra_args)
 
     @property
     def applied(self) -> list[tuple[RegionSpan, AcceptedRewrite]]:

@@ -6,8 +6,6 @@ braces and `@optimize` inside them never count. Pure; no input makes these funct
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 COMMENT = 0
 STRING = 1  # string or char literal, raw strings included
 DIRECTIVE = 2  # a whole preprocessor line, continuations and comments included
@@ -168,13 +166,15 @@ _OPENERS = frozenset((b"if", b"ifdef", b"ifndef"))
 _ALTERNATIVES = frozenset((b"elif", b"else", b"elifdef", b"elifndef"))
 
 
-@dataclass
 class _Conditional:
-    outer: int  # how the text around the conditional is read
-    depth: int  # brace depth at its `#if`
-    chosen: bool = False  # a branch has been read
-    single: bool = False  # a read branch changed the brace depth: read no further branch
-    settled: bool = False  # an `#if 1` branch was read: the others are switched off
+    __slots__ = ("outer", "depth", "chosen", "single", "settled")
+
+    def __init__(self, outer: int, depth: int) -> None:
+        self.outer = outer  # how the text around the conditional is read
+        self.depth = depth  # brace depth at its `#if`
+        self.chosen = False  # a branch has been read
+        self.single = False  # a read branch changed the brace depth: read no further branch
+        self.settled = False  # an `#if 1` branch was read: the others are switched off
 
 
 class _Branches:

@@ -7,10 +7,9 @@ Problems become warnings; no input makes `scan` raise.
 
 from __future__ import annotations
 
-import hashlib
 from bisect import bisect_right
 
-from nvcc_opt.records import RegionSpan, ScanResult, ScanWarning
+from nvcc_opt._sha import sha256
 from nvcc_opt.regions.lexer import (
     COMMENT,
     PUNCT,
@@ -20,6 +19,7 @@ from nvcc_opt.regions.lexer import (
     read_branches,
     tokenize,
 )
+from nvcc_opt.values import RegionSpan, ScanResult, ScanWarning
 
 _NOT_DIRECTLY_ABOVE = "@optimize must be directly above a function definition"
 _SKIPPED_BRANCH = (
@@ -171,7 +171,7 @@ class _Walker:
             return
         start = self.starts[start_line - 1]
         end = self.starts[end_line] if end_line < len(self.starts) else len(self.src)
-        digest = hashlib.sha256(self.src[start:end].replace(b"\r\n", b"\n")).hexdigest()
+        digest = sha256(self.src[start:end].replace(b"\r\n", b"\n")).hexdigest()
         name = self._unique(name, pragma_line)
         span = RegionSpan(name, kind, pragma_line, start_line, end_line, start, end, digest)
         self.regions.append(span)

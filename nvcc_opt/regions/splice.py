@@ -7,10 +7,12 @@ and debug info all point at the original file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from nvcc_opt.records import RegionSpan
 from nvcc_opt.regions.lexer import DIRECTIVE, UNTERMINATED, tokenize
+from nvcc_opt.values import RegionSpan
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 def splice(source: bytes, replacements: Sequence[tuple[RegionSpan, str]], line_path: str) -> bytes:

@@ -17,6 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from nvcc_opt import paths
 from nvcc_opt.records import (
     ALLOWED_TRANSITIONS,
     CompileRecord,
@@ -70,7 +71,9 @@ class Store:
         )
         event.listen(engine, "connect", _on_connect)
         event.listen(engine, "begin", _on_begin)
-        return cls(db, engine)
+        store = cls(db, engine)
+        store.write_accepted_index()
+        return store
 
     def close(self) -> None:
         self._engine.dispose()
@@ -212,7 +215,26 @@ class Store:
                 )
             )
             session.flush()
-            return _rewrite_record(row)
+            record = _rewrite_record(row)
+        self.write_accepted_index()
+        return record
+
+    def write_accepted_index(self) -> None:
+        """Rewrite the file list the launcher reads before it opens the database: a compile of a
+        file with no accepted rewrite never pays for SQLite."""
+        with self._session() as session:
+            files = session.scalars(
+                select(RewriteRow.file).where(RewriteRow.state == RewriteState.ACCEPTED.value)
+            ).all()
+        try:
+            paths.write_accepted_index(self.path, files)
+        except OSError as exc:
+            try:  # without an index the launcher asks the database: slower, never wrong
+                os.unlink(paths.accepted_index(self.path))
+            except FileNotFoundError:
+                pass
+            except OSError:
+                raise StoreError(f"nvcc-opt store {self.path}: stale index: {exc}") from exc
 
     def _check_none_accepted(self, session: Session, row: RewriteRow) -> None:
         other = session.scalars(

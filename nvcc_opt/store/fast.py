@@ -7,7 +7,6 @@ A missing database is not a failure: it holds no rewrites, and the first compile
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sqlite3
@@ -15,8 +14,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
-from nvcc_opt.records import AcceptedRewrite, CompileContext, RegionSpan, RewriteState
 from nvcc_opt.store.errors import StoreError
+from nvcc_opt.values import AcceptedRewrite, CompileContext, RegionSpan
 
 SCHEMA_VERSION = 2  # must equal migrations.LATEST_VERSION (a test checks)
 # The oldest schema whose columns the fast path reads: a launcher never refuses a store that an
@@ -40,7 +39,7 @@ def dumps(value: object) -> str:
 
 
 def context_to_json(context: CompileContext) -> str:
-    return dumps(dataclasses.asdict(context))
+    return dumps(context.as_dict())
 
 
 def context_from_json(text: str) -> CompileContext:
@@ -103,7 +102,7 @@ def accepted_for(db_path: str, file: str, hashes: Sequence[str]) -> list[Accepte
         rows = conn.execute(
             "SELECT id, region_hash, code, compile_args, targets, suspect FROM rewrites"
             f" WHERE file = ? AND state = ? AND region_hash IN ({marks}) ORDER BY id",
-            (file, RewriteState.ACCEPTED.value, *hashes),
+            (file, "accepted", *hashes),
         ).fetchall()
     return [
         AcceptedRewrite(
@@ -156,6 +155,10 @@ def record_compile(
     compile_row = (dumps(list(command)), cwd, context_to_json(context))
     if not os.path.exists(db_path):
         _create(db_path)
+        from nvcc_opt import paths
+
+        if not os.path.exists(paths.accepted_index(db_path)):
+            paths.write_accepted_index(db_path, [])  # a new store accepts nothing yet
     with _connection(db_path, "rw") as conn:
         if _version(conn) < SCHEMA_VERSION:
             _create(db_path)

@@ -7,10 +7,12 @@ structured verdict of every call is kept in `history` for the trace and the fina
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from nvcc_opt.config import ProjectConfig
@@ -28,7 +30,8 @@ from nvcc_opt.workspace.tree import PrivateTree, TreeError
 
 @dataclass
 class Benchmark:
-    """The benchmark_code tool for one region of one project."""
+    """The benchmark_code tool for one region of one project. `close()` (or `with`) removes its
+    scratch folder; the private trees stay, configured, for the next Benchmark of this label."""
 
     config: ProjectConfig
     region: Region
@@ -38,11 +41,34 @@ class Benchmark:
     history: list[dict[str, Any]] = field(default_factory=list)
     _trees: tuple[PrivateTree, PrivateTree] | None = None
     _baseline_output: RunOutput | None = None
-    _work: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="nvcc-opt-cand-")))
+    _scratch: Path | None = None
 
     @property
     def gpu(self) -> str:
         return self.config.gpu.devices[0]
+
+    @property
+    def scratch(self) -> Path:
+        """Where candidates are staged: made on first use, removed by `close()`."""
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="nvcc-opt-cand-"))
+        return self._scratch
+
+    def close(self) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+    def __enter__(self) -> Benchmark:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
 
     def trees(self) -> tuple[PrivateTree, PrivateTree]:
         """The baseline and candidate trees, configured from the user's build (once)."""
@@ -80,7 +106,7 @@ class Benchmark:
         except TreeError as exc:
             raise ToolError(str(exc)) from exc
         _, tree = self.trees()
-        staged = self._work / "candidate.json"
+        staged = self.scratch / "candidate.json"
         candidate.write(
             str(staged), str(self.region.file), self.region.text_hash, code, compile_args
         )

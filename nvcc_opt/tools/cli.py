@@ -7,13 +7,36 @@ from pathlib import Path
 
 import click
 
-from nvcc_opt.tools.files import ProjectFiles
+from nvcc_opt.config import ConfigError, find_root
+from nvcc_opt.tools.catalog import REGION_TOOLS, declarations, open_catalog
+from nvcc_opt.tools.region import Region, RegionNotFound
 from nvcc_opt.tools.schema import Toolbox, is_error
 
+NEEDS_REGION = "needs --region FILE:NAME, the region it works on"
+LABEL = "tool"  # its own private trees: an optimize run's trees are not disturbed
 
-def toolbox(root: Path) -> Toolbox:
-    """The tools this command offers for a project root."""
-    return Toolbox.from_objects(ProjectFiles(root))
+
+def describe(tools: Toolbox, region_given: bool) -> str:
+    """Every tool as a prompt shows it; without a region, the region tools say what they need."""
+    texts = []
+    for name, one in tools.tools.items():
+        text = one.prompt_text()
+        if name in REGION_TOOLS and not region_given:
+            signature, rest = text.split("\n", 1)
+            text = f"{signature}\n    ({NEEDS_REGION})\n{rest}"
+        texts.append(text)
+    return "\n\n".join(texts)
+
+
+def find_region(spec: str) -> Region:
+    """The region FILE:NAME (FILE relative to the current folder; NAME or a text hash)."""
+    file, colon, name = spec.rpartition(":")
+    if not colon or not file or not name:
+        raise click.BadParameter("write FILE:NAME, e.g. src/k.cu:my_kernel", param_hint="--region")
+    try:
+        return Region.find(Path(file), name)
+    except RegionNotFound as exc:
+        raise click.BadParameter(str(exc), param_hint="--region") from exc
 
 
 @click.command("tool")
@@ -22,25 +45,51 @@ def toolbox(root: Path) -> Toolbox:
 @click.option(
     "--root",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=Path("."),
-    help="The project root that tool paths are relative to (default: here).",
+    default=None,
+    help="The project root that tool paths are relative to (default: the nearest folder at or "
+    "above here with nvcc-opt.toml, else here).",
+)
+@click.option(
+    "--region",
+    "region_spec",
+    metavar="FILE:NAME",
+    default=None,
+    help="The region benchmark_code and compiler_analysis work on: its file (relative to here) "
+    "and its name, e.g. src/k.cu:my_kernel.",
 )
 @click.option("--schema", is_flag=True, help="Print NAME's JSON schema instead of calling it.")
-def tool_command(name: str | None, args_json: str, root: Path, schema: bool) -> None:
+def tool_command(
+    name: str | None, args_json: str, root: Path | None, region_spec: str | None, schema: bool
+) -> None:
     """Call tool NAME and print what the model would see (exit 1 when it reports an error).
 
     Without NAME, describe every tool as a prompt does.
     """
-    tools = toolbox(root)
+    declared = declarations()
     if name is None:
-        click.echo(tools.prompt_text())
+        click.echo(describe(declared, region_spec is not None))
         return
     if schema:
-        if name not in tools.tools:
-            raise click.BadParameter(f"choose from {', '.join(tools.names)}", param_hint="NAME")
-        click.echo(json.dumps(tools.tools[name].schema(), indent=2))
+        if name not in declared.tools:
+            raise click.BadParameter(f"choose from {', '.join(declared.names)}", param_hint="NAME")
+        click.echo(json.dumps(declared.tools[name].schema(), indent=2))
         return
-    observation = tools.call(name, args_json)
+    if name not in declared.tools:
+        click.echo(declared.call(name, args_json))  # as the model hears it: the names to use
+        raise SystemExit(1)
+    if name in REGION_TOOLS and region_spec is None:
+        raise click.UsageError(f"{name} {NEEDS_REGION}, e.g. --region src/k.cu:my_kernel")
+    region = find_region(region_spec) if name in REGION_TOOLS and region_spec else None
+    project = root or find_root(Path.cwd()) or Path.cwd()
+    try:
+        catalog = open_catalog(project, region, label=LABEL)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+    with catalog:
+        _finish(catalog.toolbox.call(name, args_json))
+
+
+def _finish(observation: str) -> None:
     click.echo(observation)
     if is_error(observation):
         raise SystemExit(1)

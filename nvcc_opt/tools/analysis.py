@@ -1,0 +1,416 @@
+"""compiler_analysis: compile the region's translation unit exactly as the build does and read what
+the compiler says about its kernels (resources, occupancy, PTX and SASS).
+
+The compile is the private candidate tree's own command for the region's file (from its
+compile_commands.json), run through the launcher in candidate mode (the same splice as
+benchmark_code, failing closed), with the object and intermediates sent to a scratch folder and
+ptxas' resource report turned on. Nothing of the user's trees is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from nvcc_opt.entry import GUARD
+from nvcc_opt.launcher import argv, candidate, chain
+from nvcc_opt.tools import ptxas
+from nvcc_opt.tools.bench import Benchmark
+from nvcc_opt.tools.schema import ToolError, tool
+from nvcc_opt.workspace.diagnostics import trim_errors
+from nvcc_opt.workspace.tree import TreeError
+
+NO_KERNELS = (
+    "no kernels in this region: it defines no __global__ or __device__ function, so there is no "
+    "device code to analyse. compiler_analysis reports on GPU kernels; use benchmark_code to "
+    "measure host code."
+)
+GUESSED_BLOCKS = (128, 256, 512)
+EXCERPT_LINES = 40  # per kernel: enough to see a loop body, small enough for several kernels
+MIX_ENTRIES = 16
+TOOL_TIMEOUT_S = 60.0
+_DROPPED = frozenset(
+    (argv.Role.OUTPUT, argv.Role.DEPFILE, argv.Role.DEP_MODE, argv.Role.DEP_TARGET)
+    + (argv.Role.DEP_FLAG,)
+)
+_OPTIONS = {name: opt for opt in argv.ALL_OPTIONS for name in (opt.long, opt.short) if name}
+
+
+@dataclass(frozen=True)
+class Compiled:
+    output: str  # the compiler's stdout and stderr
+    obj: Path
+    keep: Path  # nvcc's intermediates (PTX, cubins)
+
+
+@dataclass
+class Analysis:
+    """The compiler_analysis tool for the region of `bench`, compiled in its candidate tree."""
+
+    bench: Benchmark
+
+    @tool
+    def compiler_analysis(
+        self, code: str | None = None, compile_args: list[str] | None = None
+    ) -> str:
+        """Compile the region (or `code` in its place) exactly as the build does and report, per
+        kernel: registers, spills, shared and local memory, stack, theoretical occupancy and what
+        limits it, and the kernel's memory instructions in PTX and SASS.
+
+        Args:
+            code: The complete new text of the region to analyse; omit it to analyse the region
+                as it is now.
+            compile_args: Extra nvcc flags for this file only, e.g. ["-maxrregcount=64"].
+
+        Returns:
+            Per kernel and GPU architecture the ptxas resource usage and occupancy at the
+            launch's block size (or at 128, 256 and 512 threads when it is unknown), load and
+            store widths from the PTX, and an instruction mix and excerpt of the SASS where
+            cuobjdump or nvdisasm is installed.
+        """
+        text = self.bench.region.text if code is None else code
+        declared, devices = ptxas.kernels(ptxas.code_only(text))
+        if not declared and not devices:
+            return NO_KERNELS
+        with tempfile.TemporaryDirectory(prefix="nvcc-opt-analysis-") as scratch:
+            compiled = self._compile(text, list(compile_args or []), Path(scratch))
+            return self._report(text, code, compile_args, declared, devices, compiled)
+
+    def _report(
+        self,
+        text: str,
+        code: str | None,
+        compile_args: list[str] | None,
+        declared: list[ptxas.Kernel],
+        devices: list[str],
+        compiled: Compiled,
+    ) -> str:
+        report = ptxas.parse_ptxas(compiled.output)
+        names = {k.name for k in declared}
+        found = [f for f in report.functions if f.entry and _wanted(f, names)]
+        if not found:
+            return _nothing_compiled(declared, report)
+        readable = self._readable(sorted({f.name for f in report.functions}), compiled.keep)
+        launch_text = ptxas.code_only(self._spliced(text))
+        lines = [_heading(self.bench.region.name, code, compile_args, declared, found)]
+        for kernel in dict.fromkeys(f.name for f in found):
+            bounds = next((k.launch_bounds for k in declared if k.name == _base(kernel)), None)
+            shapes = _shapes(_base(kernel), bounds, launch_text)
+            lines += _kernel_lines(kernel, readable, [f for f in found if f.name == kernel], shapes)
+        lines += _device_lines(report, set(devices), readable)
+        lines += [f"ptxas: {w}" for w in report.warnings]
+        lines += self._code_lines(compiled, [f.name for f in found])
+        return "\n".join(lines)
+
+    def _compile(self, text: str, compile_args: list[str], work: Path) -> Compiled:
+        region = self.bench.region
+        try:
+            _, tree = self.bench.trees()
+        except TreeError as exc:
+            raise ToolError(f"{exc}\nFix the build settings ([build] in nvcc-opt.toml).") from exc
+        words, folder = compile_command(tree.path / "compile_commands.json", region.file)
+        (work / "keep").mkdir()
+        staged = work / "candidate.json"
+        candidate.write(str(staged), str(region.file), region.text_hash, text, compile_args)
+        obj = work / "region.o"
+        command = analysis_command(words, self.bench.launcher, obj, work / "keep")
+        done = self.bench.runner.run(
+            command,
+            cwd=folder,
+            env=_compile_env(staged),
+            timeout_s=self.bench.config.build.timeout_s,
+            sandbox=False,
+        )
+        output = f"{done.stdout}\n{done.stderr}"
+        if done.timed_out:
+            raise ToolError("the compile timed out; simplify the code (fewer unrolled loops)")
+        if not done.ok:
+            start = region.span.start_line
+            lines = (start, start + max(len(text.splitlines()), 1) - 1)
+            errors = trim_errors(output, source=region.file, region_lines=lines)
+            raise ToolError(
+                f"the code does not compile, so there is nothing to analyse:\n{errors}\n"
+                "Fix these errors and call compiler_analysis again."
+            )
+        return Compiled(output, obj, work / "keep")
+
+    def _spliced(self, text: str) -> str:
+        """The region's file with `text` in place of the region: where its launches are."""
+        source = self.bench.region.file_text.encode("utf-8", "surrogateescape")
+        span = self.bench.region.span
+        spliced = source[: span.start_offset] + text.encode() + source[span.end_offset :]
+        return spliced.decode("utf-8", "replace")
+
+    def _run(self, command: Sequence[str], cwd: Path) -> str | None:
+        """A helper tool's stdout, or None when it failed."""
+        done = self.bench.runner.run(
+            command, cwd=cwd, timeout_s=TOOL_TIMEOUT_S, sandbox=False, output_cap=4_000_000
+        )
+        return done.stdout if done.ok else None
+
+    def _readable(self, names: list[str], cwd: Path) -> dict[str, str]:
+        """Mangled name -> demangled, with c++filt where it is installed."""
+        shown = {n: n for n in names}
+        if names and shutil.which("c++filt"):
+            out = self._run(["c++filt", *names], cwd)
+            if out is not None and len(out.splitlines()) == len(names):
+                shown.update(zip(names, out.splitlines(), strict=True))
+        return shown
+
+    def _code_lines(self, compiled: Compiled, kernels: list[str]) -> list[str]:
+        sass, where = self._sass(compiled)
+        lines = _ptx_lines(compiled.keep, kernels, excerpt=sass is None)
+        shown = [(key, code) for key, code in (sass or {}).items() if key[1] in kernels]
+        if sass is not None and not shown:
+            return [*lines, "", f"SASS: {where} listed none of these kernels"]
+        if sass is None:
+            return [*lines, "", f"SASS: {where}"]
+        for (arch, name), instructions in shown:
+            mix = ptxas.sass_mix(instructions)
+            lines += [
+                "",
+                f"SASS of {_base(name)} ({arch}, {where}): {len(instructions)} instructions",
+            ]
+            lines.append(f"  mix: {_counts(mix, MIX_ENTRIES)}")
+            local = sum(n for op, n in mix.items() if op.startswith(("LDL", "STL")))
+            if local:
+                lines.append(f"  local memory: {local} LDL/STL (spills or local arrays)")
+            lines += _excerpt(instructions, "SASS")
+        return lines
+
+    def _sass(self, compiled: Compiled) -> tuple[dict[tuple[str, str], list[str]] | None, str]:
+        """The object's SASS, and which tool gave it (or why there is none)."""
+        if shutil.which("cuobjdump"):
+            out = self._run(["cuobjdump", "-sass", str(compiled.obj)], compiled.keep)
+            if out is not None:
+                return ptxas.parse_sass(out), "cuobjdump"
+            return None, "cuobjdump failed on the object; the PTX above shows load/store widths"
+        cubins = sorted(compiled.keep.glob("*.cubin"), key=lambda p: _arch_number(_arch_of(p)))
+        if shutil.which("nvdisasm") and cubins:
+            out = self._run(["nvdisasm", "-c", str(cubins[-1])], compiled.keep)
+            if out is not None:
+                return ptxas.parse_sass(out, _arch_of(cubins[-1])), "nvdisasm"
+        return None, "cuobjdump not found; the PTX above shows load/store widths"
+
+
+def compile_command(database: Path, source: Path) -> tuple[list[str], Path]:
+    """The words and working directory compile_commands.json gives for compiling `source`."""
+    try:
+        entries = json.loads(database.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ToolError(f"cannot read the private tree's {database.name} ({exc})") from exc
+    wanted = os.path.realpath(source)
+    for entry in entries:
+        folder = Path(entry["directory"])
+        if os.path.realpath(folder / entry["file"]) == wanted:
+            words = entry.get("arguments") or shlex.split(entry["command"])
+            return [str(w) for w in words], folder
+    raise ToolError(
+        f"the build compiles no {source.name} (not in compile_commands.json): compiler_analysis "
+        "needs the region in a .cu file of a CMake CUDA target"
+    )
+
+
+def analysis_command(words: Sequence[str], launcher: str, obj: Path, keep: Path) -> list[str]:
+    """The build's compile of one file, through `launcher`, writing `obj` and keeping nvcc's
+    intermediates in `keep`, with ptxas' resource report and without depfile options."""
+    rest = list(words)
+    while rest and chain.is_self(rest[0]):  # compile_commands.json may list the launcher too
+        rest = rest[1:]
+    kept: list[str] = []
+    i = 0
+    while i < len(rest):
+        name, eq, _ = rest[i].partition("=")
+        opt = _OPTIONS.get(rest[i]) or (_OPTIONS.get(name) if eq else None)
+        if opt is not None and opt.role in _DROPPED:
+            i += 2 if opt.value and not eq else 1
+            continue
+        kept.append(rest[i])
+        i += 1
+    # -Xptxas -v rather than --resource-usage, which shows nothing with -rdc=true.
+    report = ["-Xptxas", "-v", "--keep", "--keep-dir", str(keep)]
+    return [launcher, *kept, "-o", str(obj), *report]
+
+
+def _compile_env(staged: Path) -> dict[str, str]:
+    kept = {k: v for k, v in os.environ.items() if k not in (candidate.ENV, GUARD)}
+    return {**kept, candidate.PRIVATE: "1", candidate.ENV: str(staged)}
+
+
+def _ptx_lines(keep: Path, kernels: list[str], *, excerpt: bool) -> list[str]:
+    """Loads and stores of each kernel in the PTX of the newest architecture compiled."""
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in keep.glob("*.ptx")]
+    if not texts:
+        return []
+    newest = max(texts, key=lambda t: _arch_number(ptxas.ptx_target(t)))
+    ptx = ptxas.parse_ptx(newest)
+    lines = ["", f"PTX ({ptxas.ptx_target(newest)}) loads and stores:"]
+    for kernel in dict.fromkeys(kernels):
+        lines.append(f"  {_base(kernel)}: {_counts(ptxas.ptx_memory(ptx.get(kernel, [])))}")
+        if excerpt:
+            lines += _excerpt(ptx.get(kernel, []), "PTX")
+    return lines
+
+
+def _base(name: str) -> str:
+    return ptxas.mangled_base(name).split("$")[0]
+
+
+def _wanted(function: ptxas.Function, names: set[str]) -> bool:
+    """A kernel of the region; every kernel when the region holds only device functions."""
+    return not names or _base(function.name) in names
+
+
+def _nothing_compiled(declared: list[ptxas.Kernel], report: ptxas.PtxasReport) -> str:
+    if not report.functions:
+        return (
+            "ptxas compiled no device code for this file: the build targets no real GPU "
+            'architecture (sm_XX). Try compile_args ["-arch=sm_90"].'
+        )
+    names = ", ".join(k.name for k in declared)
+    return (
+        f"ptxas compiled none of the region's kernels ({names}): a template kernel is compiled "
+        "only where it is instantiated with template arguments; instantiate it in the region."
+    )
+
+
+def _heading(
+    region: str,
+    code: str | None,
+    compile_args: list[str] | None,
+    declared: list[ptxas.Kernel],
+    found: list[ptxas.Function],
+) -> str:
+    what = "the code given" if code is not None else "the region as it is"
+    args = f" with {' '.join(compile_args)}" if compile_args else ""
+    arches = ", ".join(sorted({f.arch for f in found}))
+    if not declared:
+        return (
+            f"region '{region}' ({what}{args}) holds device functions only: every kernel of the "
+            f"file is shown ({arches})"
+        )
+    return f"region '{region}' ({what}{args}), compiled for {arches}"
+
+
+@dataclass(frozen=True)
+class _Shape:
+    block: int
+    dynamic_shared: int | None  # bytes; None when the launch's is not a constant
+    label: str  # where the block size comes from; "" for a guess
+
+
+@dataclass(frozen=True)
+class _Shapes:
+    shapes: list[_Shape]
+    note: str  # why the block sizes are guesses; "" when they are not
+
+
+def _shapes(kernel: str, bounds: str | None, code: str) -> _Shapes:
+    launches = ptxas.launches(code, kernel)
+    known = [_Shape(s.block, s.dynamic_shared, s.text) for s in launches if s.block is not None]
+    if known:
+        return _Shapes(known, "")
+    limit = ptxas.constant(bounds, code) if bounds else None
+    if limit is not None:
+        return _Shapes([_Shape(limit, 0, f"__launch_bounds__({bounds})")], "")
+    sizes = ", ".join(str(n) for n in GUESSED_BLOCKS)
+    note = (
+        f"block size unknown (no __launch_bounds__ and no launch with a constant block size in "
+        f"this file): occupancy shown for {sizes} threads"
+    )
+    return _Shapes([_Shape(n, 0, "") for n in GUESSED_BLOCKS], note)
+
+
+def _kernel_lines(
+    kernel: str, readable: dict[str, str], builds: list[ptxas.Function], shapes: _Shapes
+) -> list[str]:
+    lines = ["", f"kernel {_base(kernel)}: {readable.get(kernel, kernel)}"]
+    if shapes.note:
+        lines.append(f"  {shapes.note}")
+    for f in builds:
+        lines.append(f"  {f.arch}: {_resources(f)}")
+        lines += [f"    {line}" for line in _occupancy_lines(f, shapes.shapes)]
+    return lines
+
+
+def _resources(f: ptxas.Function) -> str:
+    text = (
+        f"registers {f.registers}, static shared {f.shared_bytes} B, local (stack frame) "
+        f"{f.stack_frame} B, spill stores {f.spill_stores} B, spill loads {f.spill_loads} B, "
+        f"barriers {f.barriers}"
+    )
+    if f.cumulative_stack > f.stack_frame:
+        text += f", stack with calls {f.cumulative_stack} B"
+    return text + (f", cmem[0] {f.constant_bytes} B" if f.constant_bytes else "")
+
+
+def _occupancy_lines(f: ptxas.Function, shapes: list[_Shape]) -> list[str]:
+    limits = ptxas.limits_for(f.arch)
+    if limits is None:
+        return [f"occupancy: {f.arch} is not in the table ({', '.join(ptxas.ARCHS)})"]
+    lines = []
+    for shape in shapes:
+        dynamic = shape.dynamic_shared or 0
+        o = ptxas.occupancy(limits, f.registers or 0, f.shared_bytes, shape.block, dynamic)
+        at = f"{shape.label}: " if shape.label else ""
+        at += f"{shape.block} threads/block"
+        if dynamic:
+            at += f" + {dynamic} B dynamic shared"
+        elif shape.dynamic_shared is None:
+            at += " (dynamic shared memory not a constant: not counted)"
+        if o.blocks == 0:
+            lines.append(f"{at}: cannot launch, one block needs more {' and '.join(o.limiters)}")
+        else:
+            lines.append(
+                f"{at}: {o.blocks} blocks/SM, {o.warps} of {o.max_warps} warps "
+                f"({o.fraction:.0%} occupancy), limited by {' and '.join(o.limiters)}"
+            )
+    return lines
+
+
+def _device_lines(
+    report: ptxas.PtxasReport, devices: set[str], readable: dict[str, str]
+) -> list[str]:
+    """Device functions ptxas kept as calls (not inlined): their stack and spills."""
+    lines = []
+    for f in report.functions:
+        if not f.entry and _base(f.name) in devices:
+            lines.append(
+                f"device function {readable.get(f.name, f.name)} ({f.arch}, not inlined): "
+                f"local (stack frame) {f.stack_frame} B, spill stores {f.spill_stores} B, "
+                f"spill loads {f.spill_loads} B"
+            )
+    return [""] + lines if lines else []
+
+
+def _counts(counter: dict[str, int], limit: int | None = None) -> str:
+    ordered = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{name} x{n}" for name, n in ordered[:limit])
+    cut = len(ordered) - len(ordered[:limit])
+    return (shown + (f", and {cut} more kinds" if cut else "")) or "none"
+
+
+def _excerpt(code: list[str], what: str) -> list[str]:
+    lines = ptxas.skeleton(code)
+    shown = [f"    {what} memory, barriers and branches:"]
+    shown += [f"      {line}" for line in lines[:EXCERPT_LINES]]
+    if len(lines) > EXCERPT_LINES:
+        shown.append(f"      [{what} excerpt cut: {len(lines) - EXCERPT_LINES} more lines]")
+    return shown
+
+
+def _arch_of(path: Path) -> str:
+    """`compute_90` or `sm_90` from nvcc's intermediate names (`work.compute_90.sm_90.cubin`)."""
+    parts = path.name.split(".")
+    return next((p for p in reversed(parts) if p.startswith(("sm_", "compute_"))), "")
+
+
+def _arch_number(arch: str) -> int:
+    digits = "".join(c for c in arch.split("_")[-1] if c.isdigit())
+    return int(digits or 0)

@@ -1,0 +1,121 @@
+"""The six tools of the paper, in its order, built in one place for a project root and, when a
+region is given, for that region.
+
+`declarations()` describes every tool without building anything (schemas, prompt text);
+`open_catalog` builds the tools that can run, and `Catalog.close()` removes the scratch folders
+they made. benchmark_code and compiler_analysis work on one region, so they exist only when a
+region is given; microbench_code and the file tools need only the root.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from nvcc_opt.config import ProjectConfig, load
+from nvcc_opt.config.project import PYPROJECT, has_tool_table
+from nvcc_opt.paths import CONFIG_NAME
+from nvcc_opt.tools.analysis import Analysis
+from nvcc_opt.tools.bench import Benchmark
+from nvcc_opt.tools.files import ProjectFiles
+from nvcc_opt.tools.microbench import Microbench
+from nvcc_opt.tools.region import Region
+from nvcc_opt.tools.schema import Tool, Toolbox
+from nvcc_opt.workspace.runner import ProcessRunner, Runner
+
+_DECLARED: dict[str, Callable[..., str]] = {
+    "benchmark_code": Benchmark.benchmark_code,
+    "microbench_code": Microbench.microbench_code,
+    "compiler_analysis": Analysis.compiler_analysis,
+    "file_viewer": ProjectFiles.file_viewer,
+    "list_dir": ProjectFiles.list_dir,
+    "search": ProjectFiles.search,
+}
+TOOL_NAMES = tuple(_DECLARED)
+REGION_TOOLS = frozenset({"benchmark_code", "compiler_analysis"})
+
+
+def launcher_path() -> str:
+    """The nvcc-opt that private trees build through: this one."""
+    me = Path(sys.argv[0])
+    if me.name == "nvcc-opt" and me.exists():
+        return str(me.resolve())
+    # The console script installed with this interpreter is this installation, wherever PATH
+    # points (under pytest or `python -m`, argv[0] is not the script).
+    beside = Path(sys.executable).parent / "nvcc-opt"
+    if beside.is_file():
+        return str(beside)
+    return shutil.which("nvcc-opt") or "nvcc-opt"
+
+
+def declarations() -> Toolbox:
+    """Every tool's declaration, in the paper's order, bound to no project: for schemas and
+    prompt text only (a call fails)."""
+    unbound = object()  # a method's schema leaves out `self`, so bind it to a placeholder
+    return Toolbox(Tool.from_function(types.MethodType(f, unbound)) for f in _DECLARED.values())
+
+
+def has_config(root: Path) -> bool:
+    """Whether `root` holds nvcc-opt.toml or a [tool.nvcc-opt] table."""
+    return (root / CONFIG_NAME).is_file() or has_tool_table(root / PYPROJECT)
+
+
+@dataclass
+class Catalog:
+    """The tools built for one project root (and region); `close()` or `with` cleans up."""
+
+    toolbox: Toolbox
+    files: ProjectFiles
+    microbench: Microbench
+    bench: Benchmark | None  # with the region: its `history` holds every verdict
+
+    def close(self) -> None:
+        if self.bench is not None:
+            self.bench.close()
+        shutil.rmtree(self.microbench.workdir, ignore_errors=True)
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def open_catalog(
+    root: Path,
+    region: Region | None = None,
+    *,
+    config: ProjectConfig | None = None,
+    runner: Runner | None = None,
+    launcher: str | None = None,
+    label: str = "explore",
+) -> Catalog:
+    """The tools for `root`: all six with a region, else microbench_code and the file tools.
+
+    `config` defaults to the configuration at `root` (read when a region is given or a
+    configuration file exists; ConfigError when it is wrong). microbench_code runs on the
+    configuration's first GPU, else on the inherited CUDA_VISIBLE_DEVICES. `label` names the
+    private build trees of benchmark_code and compiler_analysis."""
+    if config is None and (region is not None or has_config(root)):
+        config = load(root)
+    runner = runner or ProcessRunner()
+    gpu = config.gpu.devices[0] if config is not None else None
+    workdir = Path(tempfile.mkdtemp(prefix="nvcc-opt-microbench-"))
+    microbench = Microbench(runner, workdir, gpu=gpu)
+    files = ProjectFiles(root)
+    if region is None or config is None:
+        return Catalog(Toolbox.from_objects(microbench, files), files, microbench, None)
+    bench = Benchmark(config, region, runner, launcher or launcher_path(), label=label)
+    tools = Toolbox.from_objects(bench, microbench, Analysis(bench), files)
+    return Catalog(tools, files, microbench, bench)
