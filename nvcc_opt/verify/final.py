@@ -46,6 +46,7 @@ def verify_code(
     finally:
         for tree in bench._trees or ():
             shutil.rmtree(tree.path, ignore_errors=True)
+        bench.close()
 
 
 def final_checks(
