@@ -319,7 +319,10 @@ def test_invalid_answer_gets_one_repair(
     second = Reply(answer_text()) if accepted else invalid
     outcome, model, trace = run(tmp_path, toolbox, clock, [invalid, second])
     repair = model.seen[1][-1]["content"]
-    assert repair.startswith("your final answer is invalid: 'final_code' value error")
+    assert repair.startswith(
+        "Your final answer could not be used: your final answer is invalid: 'final_code'"
+    )
+    assert "This is the one repair allowed" in repair
     assert trace["steps"][0]["note"] == "repair"
     if accepted:
         assert outcome.answer == FinalAnswer.model_validate(ANSWER)

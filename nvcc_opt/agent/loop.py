@@ -225,7 +225,9 @@ class Agent:
         if self.repaired:
             raise NoAnswer(f"the final answer was invalid again after one repair: {problem}")
         self.repaired = True
-        self._say(problem, step, "repair")
+        from nvcc_opt.agent.prompt import render
+
+        self._say(render("repair", problem=problem), step, "repair")
 
     def _format_error(self, problem: str, step: dict[str, Any]) -> None:
         self.format_errors += 1
