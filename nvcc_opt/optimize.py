@@ -1,0 +1,153 @@
+"""`nvcc-opt optimize` for one region: baseline, agent, independent verification, store.
+
+Never stores a rewrite that failed verification: the model's final answer is rebuilt and
+re-measured from scratch (`verify.final`), and only an "improved" verdict becomes a *proposed*
+rewrite, with its trace, explanation, compile_args, statistics and the verification itself.
+Anything else records "no verified improvement, original kept" (the paper's speedup 1.0).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nvcc_opt import report
+from nvcc_opt.agent.loop import Agent, Limits
+from nvcc_opt.agent.model import Model
+from nvcc_opt.agent.prompt import build, choose_tools
+from nvcc_opt.agent.trace import TraceWriter
+from nvcc_opt.config import ProjectConfig
+from nvcc_opt.records import NewRewrite
+from nvcc_opt.store.api import Store
+from nvcc_opt.tools.catalog import open_catalog
+from nvcc_opt.tools.region import Region
+from nvcc_opt.verify import final
+from nvcc_opt.verify.measure import run_once
+from nvcc_opt.workspace.runner import Runner
+
+KEPT = "original kept"
+PROPOSED = "proposed"
+
+
+@dataclass(frozen=True)
+class RegionResult:
+    file: str
+    region: str
+    stopped: str  # how the agent stopped: final_answer, limit:turns, ...
+    status: str  # PROPOSED or KEPT
+    rewrite_id: int | None
+    speedup: float  # verified; 1.0 when the original is kept
+    reasons: tuple[str, ...]
+    trace: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "reasons": list(self.reasons)}
+
+
+def baseline_ms(config: ProjectConfig, runner: Runner, build_dir: Path, gpu: str) -> float | None:
+    """The baseline's time as the run script reports it: median of a few runs."""
+    from nvcc_opt.verify.measure import Build
+
+    times = [run_once(config, runner, Build(build_dir), gpu)[2] for _ in range(3)]
+    measured = [t for t in times if t is not None]
+    return statistics.median(measured) * 1e3 if measured else None
+
+
+def optimize_region(
+    *,
+    store: Store,
+    config: ProjectConfig,
+    region: Region,
+    model: Model,
+    runner: Runner,
+    launcher: str,
+    trace_path: Path,
+    tools: list[str] | None = None,
+    parity: bool = False,
+    limits: Limits | None = None,
+    seed: int = 0,
+) -> RegionResult:
+    chosen = choose_tools(tools, parity=parity, rng=random.Random(seed))
+    with open_catalog(
+        config.root, region, config=config, runner=runner, launcher=launcher
+    ) as catalog:
+        assert catalog.bench is not None
+        build_dir = catalog.bench.baseline().build_dir
+        gpu = config.gpu.devices[0]
+        prompt = build(
+            region,
+            project_root=config.root,
+            baseline_ms=baseline_ms(config, runner, build_dir, gpu),
+            gpu=final.machine(runner).split(" / ", 1)[-1],
+            compile_target=_target(store, region),
+            tools=chosen,
+        )
+        trace = TraceWriter(trace_path)
+        agent = Agent(model, catalog.toolbox, chosen, limits or Limits(), trace)
+        outcome = agent.run(prompt.system, prompt.user)
+    answer = outcome.answer
+    if answer is None:
+        return _kept(region, outcome.reason, (f"no final answer: {outcome.reason}",), trace_path)
+    verdict, notes = final.verify_code(
+        config, region, answer.final_code, list(answer.compile_args), runner=runner,
+        launcher=launcher,
+    )  # fmt: skip
+    if verdict.status not in final.PASSED or verdict.comparison is None:
+        return _kept(region, outcome.reason, (*verdict.reasons, *notes), trace_path)
+    rewrite_id = _store(store, region, answer, model.name, verdict, trace_path, runner)
+    return RegionResult(
+        str(region.file), region.name, outcome.reason, PROPOSED, rewrite_id,
+        verdict.comparison.speedup, (*verdict.reasons, *notes), str(trace_path),
+    )  # fmt: skip
+
+
+def _kept(region: Region, stopped: str, reasons: tuple[str, ...], trace: Path) -> RegionResult:
+    return RegionResult(
+        str(region.file), region.name, stopped, KEPT, None, 1.0, reasons, str(trace)
+    )
+
+
+def _target(store: Store, region: Region) -> str:
+    seen = [r for r in store.regions(str(region.file)) if r.text_hash == region.text_hash]
+    for record in seen:
+        last = report.latest_compile(record)
+        if last is not None and last.context.targets:
+            return ",".join(last.context.targets)
+    return "unknown (build through nvcc-opt first)"
+
+
+def _store(
+    store: Store,
+    region: Region,
+    answer: Any,
+    model_name: str,
+    verdict: Any,
+    trace_path: Path,
+    runner: Runner,
+) -> int:
+    seen = [r for r in store.regions(str(region.file)) if r.text_hash == region.text_hash]
+    last = next((c for r in seen if (c := report.latest_compile(r)) is not None), None)
+    context = last.context if last is not None else None
+    comparison = verdict.comparison
+    rewrite, _ = store.add_rewrite(
+        NewRewrite(
+            file=str(region.file),
+            region_name=region.name,
+            region_hash=region.text_hash,
+            code=answer.final_code,
+            explanation=answer.explanation,
+            compile_args=tuple(answer.compile_args),
+            targets=context.targets if context is not None and context.targets else None,
+            context=context,
+            statistics={"speedup": comparison.speedup, "p_value": comparison.p_value},
+            model=model_name,
+            trace=json.loads(trace_path.read_text(encoding="utf-8")),
+            origin="optimize",
+        )
+    )
+    store.add_verification(final.record(rewrite.id, verdict, context, final.machine(runner)))
+    return rewrite.id

@@ -1,0 +1,122 @@
+"""`nvcc-opt optimize [FILE:NAME...]`: let a model optimize regions the build has seen."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from nvcc_opt.agent.backends import load as load_model
+from nvcc_opt.agent.loop import Limits
+from nvcc_opt.agent.model import ModelError
+from nvcc_opt.agent.prompt import PromptError
+from nvcc_opt.cli_common import open_store
+from nvcc_opt.config import ConfigError, find_root, load
+from nvcc_opt.optimize import RegionResult, optimize_region
+from nvcc_opt.records import RewriteState
+from nvcc_opt.store.api import Store
+from nvcc_opt.tools.catalog import TOOL_NAMES, launcher_path
+from nvcc_opt.tools.region import Region, RegionNotFound
+from nvcc_opt.tools.schema import ToolError
+from nvcc_opt.workspace.runner import ProcessRunner
+from nvcc_opt.workspace.tree import TreeError
+
+
+def _named(spec: str) -> Region:
+    file, _, name = spec.rpartition(":")
+    if not file or not name:
+        raise click.BadParameter(f"{spec!r}: give regions as FILE:NAME", param_hint="REGION")
+    try:
+        return Region.find(Path(file), name)
+    except RegionNotFound as exc:
+        raise click.BadParameter(str(exc), param_hint="REGION") from exc
+
+
+def undecided(store: Store) -> list[Region]:
+    """Regions the build has seen whose current text has no proposed or accepted rewrite."""
+    open_states = [RewriteState.PROPOSED, RewriteState.ACCEPTED]
+    taken = {(r.file, r.region_hash) for r in store.rewrites(states=open_states)}
+    found = []
+    for record in store.regions():
+        if (record.file, record.text_hash) in taken:
+            continue
+        try:
+            region = Region.find(Path(record.file), record.text_hash)
+        except RegionNotFound:
+            continue  # the file changed since that build: not the region it holds now
+        if region not in found:
+            found.append(region)
+    return found
+
+
+@click.command("optimize")
+@click.argument("regions", nargs=-1, metavar="[FILE:NAME]...")
+@click.option("--model", "spec", required=True, help="openai:MODEL@URL, vllm:PATH, hf:PATH, ...")
+@click.option("--tools", default=None, help=f"Comma-separated subset of {','.join(TOOL_NAMES)}.")
+@click.option("--parity", is_flag=True, help="Offer 4-6 random tools (always benchmark_code).")
+@click.option("--turns", type=int, default=30, show_default=True)
+@click.option("--time", "wall_s", type=float, default=3600.0, show_default=True, help="Seconds.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary.")
+@click.pass_context
+def optimize(
+    ctx: click.Context,
+    regions: tuple[str, ...],
+    spec: str,
+    tools: str | None,
+    parity: bool,
+    turns: int,
+    wall_s: float,
+    seed: int,
+    root: Path | None,
+    as_json: bool,
+) -> None:
+    """Optimize regions (default: every region the build has seen without a proposed or
+    accepted rewrite). Each final answer is verified independently; only a verified speedup is
+    stored, as *proposed*, for `nvcc-opt review`."""
+    chosen_tools = [t.strip() for t in tools.split(",")] if tools else None
+    try:
+        model = load_model(spec)
+    except (ValueError, ModelError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--model") from exc
+    results: list[RegionResult] = []
+    with open_store(ctx) as store:
+        targets = [_named(r) for r in regions] or undecided(store)
+        if not targets:
+            click.echo("nothing to optimize: build through nvcc-opt first, or name FILE:NAME")
+        traces = store.path.parent / "traces"
+        for region in targets:
+            click.echo(f"{region.file}:{region.span.start_line} {region.name}: optimizing ...")
+            trace = traces / f"{time.strftime('%Y%m%d-%H%M%S')}-{region.name}.json"
+            try:
+                config = load(root or find_root(region.file.parent) or Path.cwd())
+                result = optimize_region(
+                    store=store, config=config, region=region, model=model,
+                    runner=ProcessRunner(), launcher=launcher_path(), trace_path=trace,
+                    tools=chosen_tools, parity=parity,
+                    limits=Limits(turns=turns, wall_s=wall_s), seed=seed,
+                )  # fmt: skip
+            except KeyboardInterrupt:
+                click.echo("interrupted: what was verified so far is kept", err=True)
+                break
+            except (ConfigError, PromptError, TreeError, ToolError, ModelError) as exc:
+                click.echo(f"  cannot optimize: {exc}", err=True)
+                continue
+            results.append(result)
+            _say(result)
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+
+
+def _say(result: RegionResult) -> None:
+    if result.rewrite_id is not None:
+        click.echo(
+            f"  proposed rewrite #{result.rewrite_id}: {result.speedup:.3f}x verified "
+            f"(nvcc-opt review); trace {result.trace}"
+        )
+    else:
+        why = result.reasons[0] if result.reasons else result.stopped
+        click.echo(f"  no verified improvement, original kept ({why}); trace {result.trace}")

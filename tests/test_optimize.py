@@ -1,0 +1,80 @@
+"""`nvcc-opt optimize` end to end on the host-code CMake project, with a deterministic model served
+by an OpenAI-compatible server on loopback: tool calls over a real socket, the real tools, the
+independent verification, and the store."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nvcc_opt.agent.trace import TRACE_FORMAT
+from nvcc_opt.records import RewriteState
+from nvcc_opt.store.api import Store
+from tests.conftest import needs_nvcc
+from tests.openai_server import Step, call, completion, scripted_server
+from tests.test_tools_bench import FIXTURE, HALF, WRONG
+
+pytestmark = [needs_nvcc, pytest.mark.slow]
+
+
+def _answer(code: str) -> str:
+    body = {"final_code": code, "explanation": "half the passes compute the same sum"}
+    return "Done.\n```json\n" + json.dumps(body) + "\n```"
+
+
+@pytest.fixture
+def project(tmp_path: Path, exe: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "hostapp"
+    shutil.copytree(FIXTURE, root)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("NVCC_OPT_STORE", str(tmp_path / "state" / "store.db"))
+    launcher = f"-DCMAKE_CUDA_COMPILER_LAUNCHER={exe}"
+    subprocess.run(["cmake", "-S", root, "-B", root / "build", "-G", "Ninja", launcher], check=True)
+    subprocess.run(["cmake", "--build", root / "build"], check=True, capture_output=True)
+    return root
+
+
+def _optimize(exe: str, project: Path, script: list[Step]) -> tuple[str, list[object]]:
+    with scripted_server(script, lifetime_s=300) as server:
+        done = subprocess.run(
+            [exe, "optimize", "--model", f"openai:scripted@{server.base_url}", "--json"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        requests = list(server.requests)
+    assert done.returncode == 0, done.stderr
+    return done.stdout, requests
+
+
+def test_a_verified_speedup_is_proposed_with_its_trace(project: Path, exe: str) -> None:
+    tool_call = call("c1", "benchmark_code", json.dumps({"code": HALF}))
+    script = [Step(completion(None, [tool_call])), Step(completion(_answer(HALF)))]
+    out, requests = _optimize(exe, project, script)
+    assert "proposed rewrite #1" in out
+    second = requests[1].body  # type: ignore[attr-defined]
+    observation = second["messages"][-1]
+    assert observation["role"] == "tool" and "verdict: improved" in observation["content"]
+    with Store.open(project.parent / "state" / "store.db") as store:
+        (rewrite,) = store.rewrites()
+    assert rewrite.state is RewriteState.PROPOSED and rewrite.origin == "optimize"
+    assert rewrite.code == HALF and rewrite.model.startswith("openai:scripted@")
+    assert rewrite.last_verification is not None and rewrite.last_verification.passed
+    assert isinstance(rewrite.trace, dict) and rewrite.trace["format"] == TRACE_FORMAT
+    accepted = subprocess.run([exe, "review", "--accept", "1"], capture_output=True, text=True)
+    assert accepted.returncode == 0, accepted.stderr
+
+
+def test_a_wrong_answer_keeps_the_original(project: Path, exe: str) -> None:
+    out, _ = _optimize(exe, project, [Step(completion(_answer(WRONG)))])
+    assert "no verified improvement, original kept" in out
+    summary = json.loads(out[out.index("\n[\n") + 1 :])
+    assert summary[0]["status"] == "original kept" and summary[0]["speedup"] == 1.0
+    assert any("numbers_differ" in r for r in summary[0]["reasons"])
+    with Store.open(project.parent / "state" / "store.db") as store:
+        assert store.rewrites() == []
