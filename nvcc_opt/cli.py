@@ -13,6 +13,7 @@ import click
 from nvcc_opt import report, transfer
 from nvcc_opt.cli_common import open_store as _open
 from nvcc_opt.config_cli import init
+from nvcc_opt.mcp_cli import mcp
 from nvcc_opt.optimize_cli import optimize
 from nvcc_opt.records import RewriteState
 from nvcc_opt.review_cli import review
@@ -136,3 +137,4 @@ cli.add_command(tool_command)
 cli.add_command(init)
 cli.add_command(verify)
 cli.add_command(optimize)
+cli.add_command(mcp)
