@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nvcc_opt import report
 from nvcc_opt.agent.loop import Agent, Limits
 from nvcc_opt.agent.model import Model
 from nvcc_opt.agent.prompt import build, choose_tools
 from nvcc_opt.agent.trace import TraceWriter
 from nvcc_opt.config import ProjectConfig
-from nvcc_opt.records import NewRewrite
 from nvcc_opt.store.api import Store
+from nvcc_opt.submit import Answer, last_context, verify_and_store
 from nvcc_opt.tools.catalog import open_catalog
 from nvcc_opt.tools.region import Region
 from nvcc_opt.verify import final
@@ -92,16 +91,28 @@ def optimize_region(
     answer = outcome.answer
     if answer is None:
         return _kept(region, outcome.reason, (f"no final answer: {outcome.reason}",), trace_path)
-    verdict, notes = final.verify_code(
-        config, region, answer.final_code, list(answer.compile_args), runner=runner,
+    submitted = verify_and_store(
+        store,
+        config,
+        region,
+        Answer(
+            answer.final_code,
+            answer.explanation,
+            tuple(answer.compile_args),
+            model.name,
+            json.loads(trace_path.read_text(encoding="utf-8")),
+            "optimize",
+        ),
+        runner=runner,
         launcher=launcher,
-    )  # fmt: skip
-    if verdict.status not in final.PASSED or verdict.comparison is None:
-        return _kept(region, outcome.reason, (*verdict.reasons, *notes), trace_path)
-    rewrite_id = _store(store, region, answer, model.name, verdict, trace_path, runner)
+    )
+    verdict = submitted.verdict
+    reasons = (*verdict.reasons, *submitted.notes)
+    if submitted.rewrite_id is None or verdict.comparison is None:
+        return _kept(region, outcome.reason, reasons, trace_path)
     return RegionResult(
-        str(region.file), region.name, outcome.reason, PROPOSED, rewrite_id,
-        verdict.comparison.speedup, (*verdict.reasons, *notes), str(trace_path),
+        str(region.file), region.name, outcome.reason, PROPOSED, submitted.rewrite_id,
+        verdict.comparison.speedup, reasons, str(trace_path),
     )  # fmt: skip
 
 
@@ -112,42 +123,7 @@ def _kept(region: Region, stopped: str, reasons: tuple[str, ...], trace: Path) -
 
 
 def _target(store: Store, region: Region) -> str:
-    seen = [r for r in store.regions(str(region.file)) if r.text_hash == region.text_hash]
-    for record in seen:
-        last = report.latest_compile(record)
-        if last is not None and last.context.targets:
-            return ",".join(last.context.targets)
+    context = last_context(store, region)
+    if context is not None and context.targets:
+        return ",".join(context.targets)
     return "unknown (build through nvcc-opt first)"
-
-
-def _store(
-    store: Store,
-    region: Region,
-    answer: Any,
-    model_name: str,
-    verdict: Any,
-    trace_path: Path,
-    runner: Runner,
-) -> int:
-    seen = [r for r in store.regions(str(region.file)) if r.text_hash == region.text_hash]
-    last = next((c for r in seen if (c := report.latest_compile(r)) is not None), None)
-    context = last.context if last is not None else None
-    comparison = verdict.comparison
-    rewrite, _ = store.add_rewrite(
-        NewRewrite(
-            file=str(region.file),
-            region_name=region.name,
-            region_hash=region.text_hash,
-            code=answer.final_code,
-            explanation=answer.explanation,
-            compile_args=tuple(answer.compile_args),
-            targets=context.targets if context is not None and context.targets else None,
-            context=context,
-            statistics={"speedup": comparison.speedup, "p_value": comparison.p_value},
-            model=model_name,
-            trace=json.loads(trace_path.read_text(encoding="utf-8")),
-            origin="optimize",
-        )
-    )
-    store.add_verification(final.record(rewrite.id, verdict, context, final.machine(runner)))
-    return rewrite.id
