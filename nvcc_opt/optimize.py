@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import statistics
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from nvcc_opt.store.api import Store
 from nvcc_opt.submit import Answer, last_context, verify_and_store
 from nvcc_opt.tools.catalog import open_catalog
 from nvcc_opt.tools.region import Region
+from nvcc_opt.tools.schema import Toolbox
 from nvcc_opt.verify import final
 from nvcc_opt.verify.measure import run_once
 from nvcc_opt.workspace.runner import Runner
@@ -69,12 +71,15 @@ def optimize_region(
     parity: bool = False,
     limits: Limits | None = None,
     seed: int = 0,
+    label: str = "explore",
+    progress: Callable[[str], None] = lambda _: None,
 ) -> RegionResult:
     chosen = choose_tools(tools, parity=parity, rng=random.Random(seed))
     with open_catalog(
-        config.root, region, config=config, runner=runner, launcher=launcher
+        config.root, region, config=config, runner=runner, launcher=launcher, label=label
     ) as catalog:
         assert catalog.bench is not None
+        progress("building and timing the baseline")
         build_dir = catalog.bench.baseline().build_dir
         gpu = config.gpu.devices[0]
         prompt = build(
@@ -86,8 +91,10 @@ def optimize_region(
             tools=chosen,
         )
         trace = TraceWriter(trace_path)
-        agent = Agent(model, catalog.toolbox, chosen, limits or Limits(), trace)
+        toolbox = Reporting(catalog.toolbox, progress)
+        agent = Agent(model, toolbox, chosen, limits or Limits(), trace)
         outcome = agent.run(prompt.system, prompt.user)
+    progress(f"agent stopped ({outcome.reason}); verifying its answer independently")
     answer = outcome.answer
     if answer is None:
         return _kept(region, outcome.reason, (f"no final answer: {outcome.reason}",), trace_path)
@@ -114,6 +121,26 @@ def optimize_region(
         str(region.file), region.name, outcome.reason, PROPOSED, submitted.rewrite_id,
         verdict.comparison.speedup, reasons, str(trace_path),
     )  # fmt: skip
+
+
+class Reporting(Toolbox):
+    """The same tools, saying which is in flight and the best speedup benchmark_code found."""
+
+    def __init__(self, toolbox: Toolbox, progress: Callable[[str], None]) -> None:
+        super().__init__(toolbox.tools.values())
+        self.progress = progress
+        self.calls = 0
+        self.best = 1.0
+
+    def call(self, name: str, args_json: str | Mapping[str, Any]) -> str:
+        self.calls += 1
+        self.progress(f"tool call {self.calls}: {name} (best so far {self.best:.3f}x)")
+        observation = super().call(name, args_json)
+        if name == "benchmark_code" and "verdict: improved" in observation:
+            for line in observation.splitlines():
+                if line.startswith("speedup: "):
+                    self.best = max(self.best, float(line.split()[1].rstrip("x")))
+        return observation
 
 
 def _kept(region: Region, stopped: str, reasons: tuple[str, ...], trace: Path) -> RegionResult:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import queue
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import click
@@ -59,6 +62,12 @@ def undecided(store: Store) -> list[Region]:
 @click.option("--turns", type=int, default=30, show_default=True)
 @click.option("--time", "wall_s", type=float, default=3600.0, show_default=True, help="Seconds.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--gpus",
+    default=None,
+    help="Comma-separated GPUs (CUDA_VISIBLE_DEVICES values): regions run in parallel, one per"
+    " GPU (default: one at a time on [gpu] devices' first).",
+)
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary.")
 @click.pass_context
@@ -71,6 +80,7 @@ def optimize(
     turns: int,
     wall_s: float,
     seed: int,
+    gpus: str | None,
     root: Path | None,
     as_json: bool,
 ) -> None:
@@ -88,35 +98,75 @@ def optimize(
         if not targets:
             click.echo("nothing to optimize: build through nvcc-opt first, or name FILE:NAME")
         traces = store.path.parent / "traces"
-        for region in targets:
-            click.echo(f"{region.file}:{region.span.start_line} {region.name}: optimizing ...")
+
+        def one(region: Region, gpu: str | None) -> RegionResult | None:
+            def say(message: str) -> None:
+                click.echo(f"[{region.name}{'' if gpu is None else f' gpu {gpu}'}] {message}")
+
+            say(f"{region.file}:{region.span.start_line}: optimizing")
             trace = traces / f"{time.strftime('%Y%m%d-%H%M%S')}-{region.name}.json"
             try:
                 config = load(root or find_root(region.file.parent) or Path.cwd())
+                if gpu is not None:
+                    config = config.model_copy(
+                        update={"gpu": config.gpu.model_copy(update={"devices": (gpu,)})}
+                    )
                 result = optimize_region(
                     store=store, config=config, region=region, model=model,
                     runner=ProcessRunner(), launcher=launcher_path(), trace_path=trace,
                     tools=chosen_tools, parity=parity,
                     limits=Limits(turns=turns, wall_s=wall_s), seed=seed,
+                    label="explore" if gpu is None else f"explore-gpu{gpu}", progress=say,
                 )  # fmt: skip
-            except KeyboardInterrupt:
-                click.echo("interrupted: what was verified so far is kept", err=True)
-                break
             except (ConfigError, PromptError, TreeError, ToolError, ModelError) as exc:
-                click.echo(f"  cannot optimize: {exc}", err=True)
-                continue
-            results.append(result)
-            _say(result)
+                say(f"cannot optimize: {exc}")
+                return None
+            _say(result, say)
+            results.append(result)  # kept even if a later region is interrupted
+            return result
+
+        try:
+            _run_all(targets, gpus, one)
+        except KeyboardInterrupt:
+            click.echo("interrupted: what was verified so far is kept", err=True)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in results], indent=2))
 
 
-def _say(result: RegionResult) -> None:
+def _run_all(
+    targets: list[Region],
+    gpus: str | None,
+    one: Callable[[Region, str | None], RegionResult | None],
+) -> list[RegionResult | None]:
+    """One region after another; with --gpus, as many at once as GPUs, one GPU each."""
+    if not gpus:
+        return [one(region, None) for region in targets]
+    free: queue.Queue[str] = queue.Queue()
+    for gpu in (g.strip() for g in gpus.split(",") if g.strip()):
+        free.put(gpu)
+
+    def on_a_free_gpu(region: Region) -> RegionResult | None:
+        gpu = free.get()
+        try:
+            return one(region, gpu)
+        finally:
+            free.put(gpu)
+
+    with ThreadPoolExecutor(max_workers=free.qsize()) as pool:
+        futures = [pool.submit(on_a_free_gpu, region) for region in targets]
+        try:
+            return [f.result() for f in futures]
+        except KeyboardInterrupt:
+            pool.shutdown(cancel_futures=True)
+            raise
+
+
+def _say(result: RegionResult, say: Callable[[str], None]) -> None:
     if result.rewrite_id is not None:
-        click.echo(
-            f"  proposed rewrite #{result.rewrite_id}: {result.speedup:.3f}x verified "
+        say(
+            f"proposed rewrite #{result.rewrite_id}: {result.speedup:.3f}x verified "
             f"(nvcc-opt review); trace {result.trace}"
         )
     else:
         why = result.reasons[0] if result.reasons else result.stopped
-        click.echo(f"  no verified improvement, original kept ({why}); trace {result.trace}")
+        say(f"no verified improvement, original kept ({why}); trace {result.trace}")

@@ -38,10 +38,10 @@ def project(tmp_path: Path, exe: str, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def _optimize(exe: str, project: Path, script: list[Step]) -> tuple[str, list[object]]:
+def _optimize(exe: str, project: Path, script: list[Step], *extra: str) -> tuple[str, list[object]]:
     with scripted_server(script, lifetime_s=300) as server:
         done = subprocess.run(
-            [exe, "optimize", "--model", f"openai:scripted@{server.base_url}", "--json"],
+            [exe, "optimize", "--model", f"openai:scripted@{server.base_url}", "--json", *extra],
             cwd=project,
             capture_output=True,
             text=True,
@@ -55,8 +55,9 @@ def _optimize(exe: str, project: Path, script: list[Step]) -> tuple[str, list[ob
 def test_a_verified_speedup_is_proposed_with_its_trace(project: Path, exe: str) -> None:
     tool_call = call("c1", "benchmark_code", json.dumps({"code": HALF}))
     script = [Step(completion(None, [tool_call])), Step(completion(_answer(HALF)))]
-    out, requests = _optimize(exe, project, script)
+    out, requests = _optimize(exe, project, script, "--gpus", "0,1")
     assert "proposed rewrite #1" in out
+    assert "[accumulate gpu 0] tool call 1: benchmark_code (best so far 1.000x)" in out
     second = requests[1].body  # type: ignore[attr-defined]
     observation = second["messages"][-1]
     assert observation["role"] == "tool" and "verdict: improved" in observation["content"]
