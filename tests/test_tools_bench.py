@@ -106,3 +106,27 @@ def test_static_guard_rejects_before_building(bench: Benchmark) -> None:
 def test_speedup_above_the_ceiling_is_held_for_review(bench: Benchmark) -> None:
     text = bench.benchmark_code(ONCE)
     assert "verdict: held for review" in text, text
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has a GPU")
+def test_without_a_gpu_benchmark_code_says_so(tmp_path: Path, exe: str) -> None:
+    """The example needs a GPU to run: here the tool answers with a clear observation."""
+    from nvcc_opt.tools.schema import Toolbox
+
+    root = tmp_path / "example"
+    shutil.copytree(FIXTURE.parents[2] / "examples" / "saxpy-stencil", root)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    mp.setenv("NVCC_OPT_STORE", str(tmp_path / "state" / "store.db"))
+    try:
+        launcher = f"-DCMAKE_CUDA_COMPILER_LAUNCHER={exe}"
+        subprocess.run(
+            ["cmake", "-S", root, "-B", root / "build", "-G", "Ninja", launcher], check=True
+        )
+        subprocess.run(["cmake", "--build", root / "build"], check=True, capture_output=True)
+        region = Region.find(root / "src" / "stencil.cu", "smooth_kernel")
+        with Benchmark(load(root), region, ProcessRunner(), launcher=exe) as bench:
+            answer = Toolbox.from_objects(bench).call("benchmark_code", {"code": region.text})
+    finally:
+        mp.undo()
+    assert answer.startswith("error: no GPU here")

@@ -136,6 +136,12 @@ class Benchmark:
         if self._baseline_output is None:
             _, output, _ = run_once(self.config, self.runner, baseline, self.gpu)
             own = check(self.config, output, None)
+            if not own.ok and shutil.which("nvidia-smi") is None:
+                raise ToolError(
+                    "no GPU here: the application cannot run on this machine, so benchmark_code"
+                    " cannot time or check it; use compiler_analysis, microbench_code (compile"
+                    " errors) and the file tools, or run on a machine with a GPU"
+                )
             if not own.ok:
                 raise MeasureError("the baseline fails its own checks: " + "; ".join(own.reasons))
             self._baseline_output = output
