@@ -21,20 +21,11 @@ from nvcc_opt.optimize import RegionResult, optimize_region
 from nvcc_opt.records import RewriteState
 from nvcc_opt.store.api import Store
 from nvcc_opt.tools.catalog import TOOL_NAMES, launcher_path
+from nvcc_opt.tools.cli import find_region
 from nvcc_opt.tools.region import Region, RegionNotFound
 from nvcc_opt.tools.schema import ToolError
 from nvcc_opt.workspace.runner import ProcessRunner
 from nvcc_opt.workspace.tree import TreeError
-
-
-def _named(spec: str) -> Region:
-    file, _, name = spec.rpartition(":")
-    if not file or not name:
-        raise click.BadParameter(f"{spec!r}: give regions as FILE:NAME", param_hint="REGION")
-    try:
-        return Region.find(Path(file), name)
-    except RegionNotFound as exc:
-        raise click.BadParameter(str(exc), param_hint="REGION") from exc
 
 
 def undecided(store: Store) -> list[Region]:
@@ -94,7 +85,7 @@ def optimize(
         raise click.BadParameter(str(exc), param_hint="--model") from exc
     results: list[RegionResult] = []
     with open_store(ctx) as store:
-        targets = [_named(r) for r in regions] or undecided(store)
+        targets = [find_region(r, "REGION") for r in regions] or undecided(store)
         if not targets:
             click.echo("nothing to optimize: build through nvcc-opt first, or name FILE:NAME")
         traces = store.path.parent / "traces"

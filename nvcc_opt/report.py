@@ -54,7 +54,12 @@ def changed_since_verification(store: Store, rewrite: Rewrite) -> list[str]:
 
 def latest_compile_of(store: Store, rewrite: Rewrite) -> CompileRecord | None:
     """The latest compile the build made of the rewrite's region text."""
-    same = [r for r in store.regions(rewrite.file) if r.text_hash == rewrite.region_hash]
+    return latest_compile_of_text(store, rewrite.file, rewrite.region_hash)
+
+
+def latest_compile_of_text(store: Store, file: str, text_hash: str) -> CompileRecord | None:
+    """The latest compile the build made of this region text of `file`."""
+    same = [r for r in store.regions(file) if r.text_hash == text_hash]
     compiles = [c for r in same if (c := latest_compile(r)) is not None]
     return max(compiles, key=lambda c: c.last_seen, default=None)
 

@@ -81,6 +81,5 @@ def verify_and_store(
 
 def last_context(store: Store, region: Region) -> CompileContext | None:
     """How the build last compiled this region's current text, if it has."""
-    seen = [r for r in store.regions(str(region.file)) if r.text_hash == region.text_hash]
-    last = next((c for r in seen if (c := report.latest_compile(r)) is not None), None)
+    last = report.latest_compile_of_text(store, str(region.file), region.text_hash)
     return last.context if last is not None else None

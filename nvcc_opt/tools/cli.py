@@ -28,15 +28,15 @@ def describe(tools: Toolbox, region_given: bool) -> str:
     return "\n\n".join(texts)
 
 
-def find_region(spec: str) -> Region:
+def find_region(spec: str, param_hint: str = "--region") -> Region:
     """The region FILE:NAME (FILE relative to the current folder; NAME or a text hash)."""
     file, colon, name = spec.rpartition(":")
     if not colon or not file or not name:
-        raise click.BadParameter("write FILE:NAME, e.g. src/k.cu:my_kernel", param_hint="--region")
+        raise click.BadParameter("write FILE:NAME, e.g. src/k.cu:my_kernel", param_hint=param_hint)
     try:
         return Region.find(Path(file), name)
     except RegionNotFound as exc:
-        raise click.BadParameter(str(exc), param_hint="--region") from exc
+        raise click.BadParameter(str(exc), param_hint=param_hint) from exc
 
 
 @click.command("tool")
