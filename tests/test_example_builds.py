@@ -182,9 +182,16 @@ def module_project(tmp_path: Path) -> Path:
 
 def configure_module(source: Path, *args: str, with_nvcc_opt: bool = True) -> tuple[str, str]:
     """Configure the module project; returns (launchers as `name=value` lines, stderr)."""
-    # A PATH with the build tools but without any nvcc-opt installed on this machine.
-    tools = [shutil.which(name) for name in ("nvcc", "cmake", "ninja")]
-    dirs = [str(Path(tool).parent) for tool in tools if tool is not None] + ["/usr/bin", "/bin"]
+    # A PATH with the build tools but without any nvcc-opt installed on this machine (links, so
+    # that a virtual environment holding ninja or cmake next to nvcc-opt does not leak it in).
+    tools_dir = source.parent / "tools"
+    tools_dir.mkdir(exist_ok=True)
+    for name in ("cmake", "ninja"):
+        found = shutil.which(name)
+        if found is not None and not (tools_dir / name).exists():
+            (tools_dir / name).symlink_to(found)
+    nvcc = shutil.which("nvcc")
+    dirs = [str(tools_dir)] + ([str(Path(nvcc).parent)] if nvcc else []) + ["/usr/bin", "/bin"]
     if with_nvcc_opt:
         dirs.insert(0, str(source.parent / "bin"))
     done = run(

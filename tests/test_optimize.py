@@ -56,7 +56,7 @@ def test_a_verified_speedup_is_proposed_with_its_trace(project: Path, exe: str) 
     tool_call = call("c1", "benchmark_code", json.dumps({"code": HALF}))
     script = [Step(completion(None, [tool_call])), Step(completion(_answer(HALF)))]
     out, requests = _optimize(exe, project, script, "--gpus", "0,1")
-    assert "proposed rewrite #1" in out
+    assert "proposed rewrite #1" in out, out
     assert "[accumulate gpu 0] tool call 1: benchmark_code (best so far 1.000x)" in out
     second = requests[1].body  # type: ignore[attr-defined]
     observation = second["messages"][-1]
