@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import statistics
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,8 @@ class RegionResult:
     speedup: float  # verified; 1.0 when the original is kept
     reasons: tuple[str, ...]
     trace: str
+    baseline_ms: float | None = None  # the run script's time before, as the prompt gave it
+    wall_s: float = 0.0  # baseline, agent and final verification together
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "reasons": list(self.reasons)}
@@ -74,6 +77,8 @@ def optimize_region(
     label: str = "explore",
     progress: Callable[[str], None] = lambda _: None,
 ) -> RegionResult:
+    started = time.monotonic()
+    limits = limits or Limits()
     chosen = choose_tools(tools, parity=parity, rng=random.Random(seed))
     with open_catalog(
         config.root, region, config=config, runner=runner, launcher=launcher, label=label
@@ -82,22 +87,31 @@ def optimize_region(
         progress("building and timing the baseline")
         build_dir = catalog.bench.baseline().build_dir
         gpu = config.gpu.devices[0]
+        base_ms = baseline_ms(config, runner, build_dir, gpu)
         prompt = build(
             region,
             project_root=config.root,
-            baseline_ms=baseline_ms(config, runner, build_dir, gpu),
+            baseline_ms=base_ms,
             gpu=final.machine(runner).split(" / ", 1)[-1],
             compile_target=_target(store, region),
             tools=chosen,
         )
         trace = TraceWriter(trace_path)
-        toolbox = Reporting(catalog.toolbox, progress)
-        agent = Agent(model, toolbox, chosen, limits or Limits(), trace)
+        deadline = time.monotonic() + limits.wall_s
+        toolbox = Reporting(catalog.toolbox, progress, deadline)
+        agent = Agent(model, toolbox, chosen, limits, trace)
         outcome = agent.run(prompt.system, prompt.user)
     progress(f"agent stopped ({outcome.reason}); verifying its answer independently")
     answer = outcome.answer
+
+    def kept(reasons: tuple[str, ...]) -> RegionResult:
+        return RegionResult(
+            str(region.file), region.name, outcome.reason, KEPT, None, 1.0, reasons,
+            str(trace_path), base_ms, time.monotonic() - started,
+        )  # fmt: skip
+
     if answer is None:
-        return _kept(region, outcome.reason, (f"no final answer: {outcome.reason}",), trace_path)
+        return kept((f"no final answer: {outcome.reason}",))
     submitted = verify_and_store(
         store,
         config,
@@ -116,25 +130,32 @@ def optimize_region(
     verdict = submitted.verdict
     reasons = (*verdict.reasons, *submitted.notes)
     if submitted.rewrite_id is None or verdict.comparison is None:
-        return _kept(region, outcome.reason, reasons, trace_path)
+        return kept(reasons)
     return RegionResult(
         str(region.file), region.name, outcome.reason, PROPOSED, submitted.rewrite_id,
-        verdict.comparison.speedup, reasons, str(trace_path),
+        verdict.comparison.speedup, reasons, str(trace_path), base_ms, time.monotonic() - started,
     )  # fmt: skip
 
 
 class Reporting(Toolbox):
-    """The same tools, saying which is in flight and the best speedup benchmark_code found."""
+    """The same tools, saying which is in flight, the best speedup benchmark_code found and the
+    time left before the agent's wall-time limit."""
 
-    def __init__(self, toolbox: Toolbox, progress: Callable[[str], None]) -> None:
+    def __init__(
+        self, toolbox: Toolbox, progress: Callable[[str], None], deadline: float | None = None
+    ) -> None:
         super().__init__(toolbox.tools.values())
         self.progress = progress
+        self.deadline = deadline
         self.calls = 0
         self.best = 1.0
 
     def call(self, name: str, args_json: str | Mapping[str, Any]) -> str:
         self.calls += 1
-        self.progress(f"tool call {self.calls}: {name} (best so far {self.best:.3f}x)")
+        left = ""
+        if self.deadline is not None:
+            left = f", {_clock(max(0.0, self.deadline - time.monotonic()))} left"
+        self.progress(f"tool call {self.calls}: {name} (best so far {self.best:.3f}x{left})")
         observation = super().call(name, args_json)
         if name == "benchmark_code" and "verdict: improved" in observation:
             for line in observation.splitlines():
@@ -143,10 +164,9 @@ class Reporting(Toolbox):
         return observation
 
 
-def _kept(region: Region, stopped: str, reasons: tuple[str, ...], trace: Path) -> RegionResult:
-    return RegionResult(
-        str(region.file), region.name, stopped, KEPT, None, 1.0, reasons, str(trace)
-    )
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}:{secs:02d}"
 
 
 def _target(store: Store, region: Region) -> str:

@@ -5,6 +5,7 @@ independent verification, and the store."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -57,7 +58,8 @@ def test_a_verified_speedup_is_proposed_with_its_trace(project: Path, exe: str) 
     script = [Step(completion(None, [tool_call])), Step(completion(_answer(HALF)))]
     out, requests = _optimize(exe, project, script, "--gpus", "0,1")
     assert "proposed rewrite #1" in out, out
-    assert "[accumulate gpu 0] tool call 1: benchmark_code (best so far 1.000x)" in out
+    progress = "[accumulate gpu 0] tool call 1: benchmark_code (best so far 1.000x, "
+    assert re.search(re.escape(progress) + r"\d+:\d\d left\)", out), out
     second = requests[1].body  # type: ignore[attr-defined]
     observation = second["messages"][-1]
     assert observation["role"] == "tool" and "verdict: improved" in observation["content"]
@@ -76,6 +78,7 @@ def test_a_wrong_answer_keeps_the_original(project: Path, exe: str) -> None:
     assert "no verified improvement, original kept" in out
     summary = json.loads(out[out.index("\n[\n") + 1 :])
     assert summary[0]["status"] == "original kept" and summary[0]["speedup"] == 1.0
+    assert summary[0]["baseline_ms"] > 0 and summary[0]["wall_s"] > 0
     assert any("numbers_differ" in r for r in summary[0]["reasons"])
     with Store.open(project.parent / "state" / "store.db") as store:
         assert store.rewrites() == []
