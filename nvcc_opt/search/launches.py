@@ -1,0 +1,188 @@
+"""Where kernels are launched, with what block size, and whether two pointer arguments alias.
+
+Read from code through the same tree-sitter parse as the transforms: the region itself, and the
+lines the `search` tool found elsewhere in the project (each parsed on its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import tree_sitter
+
+from nvcc_opt.search.cuda import Source, walk
+
+MAX_DEPTH = 4  # a block size defined through at most this many names
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: str
+    block: str  # the block-size expression as written
+    args: tuple[str, ...]  # the kernel's arguments as written
+
+
+def launches(code: str) -> list[Launch]:
+    """Every `kernel<<<grid, block, ...>>>(args)` in `code`."""
+    source = Source(code)
+    found = []
+    for node in walk(source.root):
+        if node.type != "call_expression":
+            continue
+        syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
+        function = node.child_by_field_name("function")
+        arguments = node.child_by_field_name("arguments")
+        if syntax is None or function is None or arguments is None:
+            continue
+        if function.type == "template_function":
+            function = function.child_by_field_name("name") or function
+        config = syntax.named_children
+        if len(config) < 2:
+            continue
+        found.append(
+            Launch(
+                kernel=source.text(function),
+                block=source.text(config[1]),
+                args=tuple(source.text(a) for a in arguments.named_children),
+            )
+        )
+    return found
+
+
+def definitions(code: str) -> dict[str, str]:
+    """name -> value text of every `[const|constexpr] T name = value;`, `dim3 name(a, b)`,
+    `T name{...}` and `#define NAME value` in `code`; a name defined twice differently is
+    dropped."""
+    source = Source(code)
+    found: dict[str, str] = {}
+    dropped: set[str] = set()
+
+    def add(name: str, value: str) -> None:
+        if name in dropped:
+            return
+        if found.get(name, value) != value:
+            dropped.add(name)
+            found.pop(name, None)
+            return
+        found[name] = value
+
+    for node in walk(source.root):
+        if node.type == "init_declarator":
+            name = node.child_by_field_name("declarator")
+            value = node.child_by_field_name("value")
+            if name is not None and value is not None and name.type == "identifier":
+                text = source.text(value)
+                if value.type == "argument_list":  # dim3 block(16, 16)
+                    text = "dim3" + text
+                add(source.text(name), text)
+        elif node.type == "preproc_def":
+            name = node.child_by_field_name("name")
+            value = node.child_by_field_name("value")
+            if name is not None and value is not None:
+                add(source.text(name), source.text(value).strip())
+    return found
+
+
+def constant(expression: str, names: Mapping[str, str], depth: int = 0) -> int | None:
+    """The value of an integer expression (a block size, a loop bound) when it is a constant
+    this code can see; None otherwise."""
+    if depth > MAX_DEPTH:
+        return None
+    source = Source(f"auto nvcc_opt_value = {expression};")
+    declarator = next((n for n in walk(source.root) if n.type == "init_declarator"), None)
+    value = None if declarator is None else declarator.child_by_field_name("value")
+    if value is None or source.root.has_error:
+        return None
+    return _evaluate(source, value, names, depth)
+
+
+def _evaluate(
+    source: Source, node: tree_sitter.Node, names: Mapping[str, str], depth: int
+) -> int | None:
+    kind = node.type
+    if kind == "number_literal":
+        text = source.text(node).rstrip("uUlL")
+        try:
+            return int(text, 0)
+        except ValueError:
+            return None
+    if kind == "parenthesized_expression" and node.named_child_count == 1:
+        inner = node.named_children[0]
+        return _evaluate(source, inner, names, depth)
+    if kind == "unary_expression":
+        operator = node.child_by_field_name("operator")
+        argument = node.child_by_field_name("argument")
+        if operator is None or argument is None or source.text(operator) not in "-+":
+            return None
+        value = _evaluate(source, argument, names, depth)
+        if value is None:
+            return None
+        return -value if source.text(operator) == "-" else value
+    if kind == "identifier":
+        defined = names.get(source.text(node))
+        return None if defined is None else constant(defined, names, depth + 1)
+    if kind == "call_expression":
+        function = node.child_by_field_name("function")
+        arguments = node.child_by_field_name("arguments")
+        if function is None or arguments is None or source.text(function) != "dim3":
+            return None
+        return _product(source, arguments.named_children, names, depth)
+    if kind == "initializer_list":
+        return _product(source, node.named_children, names, depth)
+    if kind == "binary_expression":
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        operator = node.child_by_field_name("operator")
+        if left is None or right is None or operator is None:
+            return None
+        a, b = _evaluate(source, left, names, depth), _evaluate(source, right, names, depth)
+        if a is None or b is None:
+            return None
+        op = source.text(operator)
+        if op == "*":
+            return a * b
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "<<" and 0 <= b < 64:
+            return a << b
+        if op == "/" and b != 0:
+            return int(a / b)
+    return None
+
+
+def _product(
+    source: Source, nodes: Iterable[tree_sitter.Node], names: Mapping[str, str], depth: int
+) -> int | None:
+    total = 1
+    for node in nodes:
+        value = _evaluate(source, node, names, depth)
+        if value is None:
+            return None
+        total *= value
+    return total
+
+
+def search_lines(observation: str) -> list[str]:
+    """The code of each matching line in a `search` tool observation (`   12 | code`)."""
+    lines = []
+    for line in observation.splitlines():
+        number, bar, code = line.partition(" | ")
+        if bar and number.strip().isdigit():
+            lines.append(code)
+    return lines
+
+
+def aliased(launch: Launch, pointer_positions: Iterable[int]) -> bool:
+    """Whether two pointer parameters receive the same argument text in this launch."""
+    seen: set[str] = set()
+    for position in pointer_positions:
+        if position >= len(launch.args):
+            return True  # a launch we do not understand: assume the worst
+        text = "".join(launch.args[position].split())
+        if text in seen:
+            return True
+        seen.add(text)
+    return False

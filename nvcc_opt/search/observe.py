@@ -1,0 +1,83 @@
+"""What the search policy reads: the prompt it was given and the tools' observations, in the
+formats nvcc-opt's own prompt templates and tools write (tests pin both sides)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from nvcc_opt.tools.schema import ERROR
+
+
+class PromptUnreadable(ValueError):
+    """The messages do not hold an nvcc-opt optimization prompt."""
+
+
+@dataclass(frozen=True)
+class Task:
+    region: str  # the region's exact text
+    target: str  # what the file is compiled for, e.g. "sm_90"
+
+
+@dataclass(frozen=True)
+class Measured:
+    verdict: str  # improved, no improvement, rejected, held for review, error
+    speedup: float  # 1.0 when not timed
+    why: str  # the first reason line, or the error
+
+    @property
+    def improved(self) -> bool:
+        return self.verdict == "improved"
+
+
+@dataclass(frozen=True)
+class Analysis:
+    registers: int | None  # the most any kernel of the region uses
+    register_limited: bool  # occupancy limited by registers somewhere
+
+
+_TARGET = re.compile(r"the file is compiled for (.+?)\.\s*$", re.MULTILINE)
+
+
+def read_task(messages: list[dict[str, Any]]) -> Task:
+    system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+    user = next((m["content"] for m in messages if m.get("role") == "user"), "")
+    target = _TARGET.search(system or "")
+    marker = "Its exact text:\n"
+    if marker not in (user or ""):
+        raise PromptUnreadable("the first user message does not show the region's exact text")
+    after = user.split(marker, 1)[1]
+    fence, _, rest = after.partition("\n")
+    ticks = fence[: len(fence) - len(fence.lstrip("`"))]
+    if len(ticks) < 3:
+        raise PromptUnreadable("the region's text is not in a fenced code block")
+    end = rest.find("\n" + ticks + "\n")
+    if end == -1:
+        end = rest.rfind("\n" + ticks)
+    if end == -1:
+        raise PromptUnreadable("the region's code block is not closed")
+    return Task(region=rest[: end + 1], target=target.group(1).strip() if target else "unknown")
+
+
+def read_benchmark(observation: str) -> Measured:
+    if observation.startswith(ERROR):
+        return Measured("error", 1.0, observation[len(ERROR) :].strip().splitlines()[0][:300])
+    verdict, speedup, why = "error", 1.0, ""
+    lines = observation.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("speedup: "):
+            speedup = float(line.split()[1].rstrip("x"))
+        elif line.startswith("verdict: "):
+            verdict = line.split(": ", 1)[1].strip()
+            if i + 1 < len(lines):
+                why = lines[i + 1].strip()
+    return Measured(verdict, speedup if verdict in ("improved", "no improvement") else 1.0, why)
+
+
+_REGISTERS = re.compile(r"^\s*sm_\w+: registers (\d+),", re.MULTILINE)
+
+
+def read_analysis(observation: str) -> Analysis:
+    counts = [int(n) for n in _REGISTERS.findall(observation)]
+    return Analysis(max(counts) if counts else None, "limited by registers" in observation)

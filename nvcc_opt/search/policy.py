@@ -1,0 +1,249 @@
+"""`--model search`: a model-free policy behind the same model interface as a language model.
+
+It reads the prompt, calls the same tools through the same loop (so its traces have the same
+format and can seed training), and chooses each next step from what the tools said:
+1. compiler_analysis of the region as it is (registers, and whether they limit occupancy);
+2. `search` for the launches of the region's kernels and the constants they use (block sizes,
+   and whether a launch passes one pointer twice);
+3. benchmark_code of each source transform and build flag alone;
+4. greedy combination of what improved, best first, keeping a change only when it adds;
+5. a final answer whose explanation names each change and its measured effect; when nothing
+   helped, the region unchanged (which `optimize` records as "original kept" without verifying).
+All within a time budget and a number of tool calls below the loop's turn limit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+from nvcc_opt.agent.model import ModelError, Reply, ToolCall
+from nvcc_opt.search.changes import Change, compose, flag_changes, transform_changes
+from nvcc_opt.search.cuda import Source
+from nvcc_opt.search.launches import aliased, constant, definitions, launches, search_lines
+from nvcc_opt.search.observe import (
+    Analysis,
+    Measured,
+    PromptUnreadable,
+    read_analysis,
+    read_benchmark,
+    read_task,
+)
+from nvcc_opt.search.transforms import Facts
+
+BUDGET_S = 240.0  # exploration; the final verification comes after
+MAX_CALLS = 26  # below the loop's default of 30 turns, leaving the answer its turn
+MIN_GAIN = 1.01  # a change joins the combination only if it adds at least this
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    arguments: dict[str, Any]
+    why: str
+
+
+@dataclass(frozen=True)
+class Final:
+    code: str
+    explanation: str
+    compile_args: tuple[str, ...] = ()
+
+
+Step = Call | Final
+Plan = Generator[Step, str, None]
+
+
+class SearchPolicy:
+    """The policy as a `Model`: each `complete` returns the next tool call or the final answer."""
+
+    def __init__(
+        self,
+        budget_s: float = BUDGET_S,
+        max_calls: int = MAX_CALLS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = "search"
+        self.budget_s, self.max_calls, self.clock = budget_s, max_calls, clock
+        self._plan: Plan | None = None
+        self._calls = 0
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+        try:
+            if self._plan is None:
+                task = read_task(messages)
+                offered = {t["function"]["name"] for t in tools if "function" in t}
+                deadline = self.clock() + self.budget_s
+                self._plan = _search(task.region, task.target, offered, self._room(deadline))
+                step = next(self._plan)
+            else:
+                last = messages[-1] if messages else {}
+                step = self._plan.send(str(last.get("content", "")))
+        except PromptUnreadable as exc:
+            raise ModelError(f"the search policy cannot read this prompt: {exc}") from exc
+        except StopIteration:
+            raise ModelError("the search policy has nothing more to do") from None
+        return self._reply(step)
+
+    def _room(self, deadline: float) -> Callable[[], bool]:
+        def room() -> bool:
+            return self.clock() < deadline and self._calls < self.max_calls
+
+        return room
+
+    def _reply(self, step: Step) -> Reply:
+        if isinstance(step, Final):
+            answer: dict[str, Any] = {"final_code": step.code, "explanation": step.explanation}
+            if step.compile_args:
+                answer["compile_args"] = list(step.compile_args)
+            return Reply(text=json.dumps(answer))
+        self._calls += 1
+        call = ToolCall(f"search-{self._calls}", step.name, json.dumps(step.arguments))
+        return Reply(text=step.why, tool_calls=(call,))
+
+
+def from_spec(rest: str) -> SearchPolicy:
+    """`search[?budget_s=S&max_calls=N]`."""
+    options = dict(parse_qsl(rest.lstrip("?"), strict_parsing=False)) if rest else {}
+    unknown = set(options) - {"budget_s", "max_calls"}
+    if unknown:
+        raise ValueError(f"unknown search option(s) {sorted(unknown)}; use budget_s, max_calls")
+    try:
+        return SearchPolicy(
+            budget_s=float(options.get("budget_s", BUDGET_S)),
+            max_calls=int(options.get("max_calls", MAX_CALLS)),
+        )
+    except ValueError as exc:
+        raise ValueError(f"search options must be numbers: {exc}") from None
+
+
+def _search(code: str, target: str, offered: set[str], room: Callable[[], bool]) -> Plan:
+    if "benchmark_code" not in offered:
+        yield Final(code, "benchmark_code was not offered, so nothing could be measured.")
+        return
+    analysis: Analysis | None = None
+    if "compiler_analysis" in offered:
+        seen = yield Call("compiler_analysis", {}, "Reading registers and occupancy first.")
+        analysis = read_analysis(seen)
+    facts = yield from _facts(code, offered, room)
+    singles = transform_changes(code, facts) + flag_changes(target, analysis)
+    alone: dict[str, tuple[Change, Measured]] = {}
+    for change in singles:
+        if not room():
+            break
+        built = compose(code, facts, [change])
+        if built is None:
+            continue
+        measured = read_benchmark((yield _bench(built, f"Trying {change.what} alone.")))
+        alone[change.name] = (change, measured)
+        if measured.verdict == "error" and "no GPU here" in measured.why:
+            break  # nothing can be timed on this machine
+    helped = sorted(
+        (pair for pair in alone.values() if pair[1].improved), key=lambda p: -p[1].speedup
+    )
+    kept: list[Change] = []
+    best = 1.0
+    notes: list[str] = []
+    if helped:
+        kept, best = [helped[0][0]], helped[0][1].speedup
+        for change, _ in helped[1:]:
+            if not room():
+                notes.append(f"{change.what}: not combined (out of time or tool calls)")
+                break
+            built = compose(code, facts, [*kept, change])
+            if built is None:
+                continue
+            what = " + ".join(c.name for c in [*kept, change])
+            measured = read_benchmark((yield _bench(built, f"Combining {what}.")))
+            if measured.improved and measured.speedup >= best * MIN_GAIN:
+                kept, best = [*kept, change], measured.speedup
+                notes.append(f"adding {change.what}: {measured.speedup:.3f}x together")
+            else:
+                notes.append(f"adding {change.what}: no gain together ({_effect(measured)})")
+    final = compose(code, facts, kept) if kept else None
+    if final is None:
+        yield Final(code, _explain([], alone, notes, 1.0))
+        return
+    new_code, flags = final
+    yield Final(new_code, _explain(kept, alone, notes, best), tuple(flags))
+
+
+def _bench(built: tuple[str, list[str]], why: str) -> Call:
+    code, flags = built
+    arguments: dict[str, Any] = {"code": code}
+    if flags:
+        arguments["compile_args"] = flags
+    return Call("benchmark_code", arguments, why)
+
+
+def _facts(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[Step, str, Facts]:
+    """Launch block sizes and pointer aliasing, from the region and from `search`."""
+    kernels = Source(code).kernels()
+    found = launches(code)
+    names = definitions(code)
+    if "search" in offered:
+        for kernel in kernels:
+            if any(launch.kernel == kernel.name for launch in found) or not room():
+                continue
+            seen = yield Call(
+                "search", {"pattern": f"{kernel.name}<<<"}, f"Finding where {kernel.name} runs."
+            )
+            for line in search_lines(seen):
+                found += launches("void nvcc_opt_launch() {\n" + line + "\n}")
+        wanted = {w for launch in found for w in _words(launch.block)} - set(names)
+        for word in sorted(wanted):
+            if not room():
+                break
+            pattern = rf"(\b{word}\s*(=|\(|\{{))|(#\s*define\s+{word}\b)"
+            seen = yield Call(
+                "search", {"pattern": pattern, "regex": True}, f"Finding the value of {word}."
+            )
+            for name, value in definitions("\n".join(search_lines(seen))).items():
+                names.setdefault(name, value)
+    block_sizes: dict[str, int] = {}
+    no_alias: set[str] = set()
+    for kernel in kernels:
+        mine = [launch for launch in found if launch.kernel == kernel.name]
+        if not mine:
+            continue
+        sizes = {constant(launch.block, names) for launch in mine}
+        if len(sizes) == 1 and None not in sizes:
+            (size,) = sizes
+            if size is not None and size > 0:
+                block_sizes[kernel.name] = size
+        positions = [kernel.params.index(p.name) for p in kernel.pointers]
+        if not any(aliased(launch, positions) for launch in mine):
+            no_alias.add(kernel.name)
+    return Facts(block_sizes=block_sizes, no_alias=frozenset(no_alias), names=names)
+
+
+def _words(expression: str) -> set[str]:
+    return {w for w in re.findall(r"[A-Za-z_]\w*", expression) if w != "dim3"}
+
+
+def _effect(measured: Measured) -> str:
+    if measured.verdict in ("improved", "no improvement"):
+        return f"{measured.speedup:.3f}x, {measured.verdict}"
+    return f"{measured.verdict}: {measured.why}" if measured.why else measured.verdict
+
+
+def _explain(
+    kept: list[Change], alone: dict[str, tuple[Change, Measured]], notes: list[str], best: float
+) -> str:
+    lines = []
+    if kept:
+        lines.append(f"Search policy: {best:.3f}x measured by benchmark_code with these changes:")
+        lines += [f"- {c.what}: {_effect(alone[c.name][1])} alone" for c in kept]
+    else:
+        lines.append("Search policy: no change was measured faster; the region is unchanged.")
+    others = [pair for name, pair in alone.items() if name not in {c.name for c in kept}]
+    if others:
+        lines.append("Tried and not kept:")
+        lines += [f"- {change.what}: {_effect(measured)}" for change, measured in others]
+    lines += [f"- {note}" for note in notes]
+    return "\n".join(lines)
