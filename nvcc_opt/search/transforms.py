@@ -343,8 +343,8 @@ TRANSFORMS: tuple[Transform, ...] = (
         "const_restrict", "const __restrict__ on read-only pointer parameters", const_restrict
     ),
     Transform("restrict", "__restrict__ on every pointer parameter", restrict),
-    Transform("ldg", "__ldg() for loads of read-only data", ldg),
     Transform("hoist", "loop-invariant loads hoisted out of their loops", hoist),
+    Transform("ldg", "__ldg() for loads of read-only data", ldg),
     Transform("unroll", "#pragma unroll on loops with a constant trip count", unroll),
     Transform(
         "unroll_runtime",
