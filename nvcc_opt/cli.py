@@ -11,6 +11,7 @@ from typing import TypeVar
 import click
 
 from nvcc_opt import report, transfer
+from nvcc_opt.bench_cli import bench
 from nvcc_opt.cli_common import open_store as _open
 from nvcc_opt.config_cli import init
 from nvcc_opt.mcp_cli import mcp
@@ -138,3 +139,4 @@ cli.add_command(init)
 cli.add_command(verify)
 cli.add_command(optimize)
 cli.add_command(mcp)
+cli.add_command(bench)

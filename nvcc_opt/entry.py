@@ -14,7 +14,19 @@ DISABLE = "NVCC_OPT_DISABLE"
 PRAGMA = b"@optimize"
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c++", ".cp", ".c")
 SUBCOMMANDS = frozenset(
-    {"status", "import", "export", "review", "explain", "init", "optimize", "verify", "tool", "mcp"}
+    {
+        "status",
+        "import",
+        "export",
+        "review",
+        "explain",
+        "init",
+        "optimize",
+        "verify",
+        "tool",
+        "mcp",
+        "bench",
+    }
 )
 
 

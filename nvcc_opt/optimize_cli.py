@@ -47,7 +47,9 @@ def undecided(store: Store) -> list[Region]:
 
 @click.command("optimize")
 @click.argument("regions", nargs=-1, metavar="[FILE:NAME]...")
-@click.option("--model", "spec", required=True, help="openai:MODEL@URL, vllm:PATH, hf:PATH, ...")
+@click.option(
+    "--model", "spec", required=True, help="search, openai:MODEL@URL, vllm:PATH, hf:PATH, smollm2"
+)
 @click.option("--tools", default=None, help=f"Comma-separated subset of {','.join(TOOL_NAMES)}.")
 @click.option("--parity", is_flag=True, help="Offer 4-6 random tools (always benchmark_code).")
 @click.option("--turns", type=int, default=30, show_default=True)

@@ -1,0 +1,399 @@
+"""`nvcc-opt bench suite`: the summary math, the table, and one run end to end on a suite of two
+host-code apps (tests/fixtures/suite_mini) with a deterministic model served on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nvcc_opt.bench_cli import bench
+from nvcc_opt.suite_bench import (
+    APP_ROW,
+    KEPT,
+    PROPOSED,
+    AppRun,
+    Kernel,
+    KernelRow,
+    KernelRun,
+    Report,
+    classify,
+    command_line,
+    find_apps,
+    geomean,
+    is_wrong,
+    model_slug,
+    parse_optimize_output,
+    render_markdown,
+    rows_for,
+    run_streaming,
+    short_reason,
+    summarize,
+    summarize_kernel,
+)
+from tests.conftest import needs_nvcc
+from tests.openai_server import Step, completion, scripted_server
+
+MINI = Path(__file__).parent / "fixtures" / "suite_mini"
+
+
+def _run(
+    region: str, status: str, speedup: float = 1.0, *reasons: str, run: int = 1, **kw: object
+) -> KernelRun:
+    return KernelRun(
+        "app", "src/k.cu", region, run, status, speedup, reasons=reasons,
+        outcome=classify(status, reasons), **kw,
+    )  # fmt: skip
+
+
+# --- classification ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "reasons", "outcome"),
+    [
+        (PROPOSED, ["faster: 1.4x"], "proposed"),
+        (KEPT, ["numbers_differ: checksum 1 vs 2"], "wrong final"),
+        (KEPT, ["fresh_inputs --seed 987: numbers_differ: checksum"], "wrong final"),
+        (KEPT, ["sanitizer_memcheck: Invalid __global__ read"], "wrong final"),
+        (KEPT, ["exit_status: 139 (SIGSEGV)"], "wrong final"),
+        (KEPT, ["missing: check: PASS"], "wrong final"),
+        (KEPT, ["zeros: output numbers are all zero, the baseline's are not"], "wrong final"),
+        (KEPT, ["guard_stream: a new stream (cudaStreamCreate) at line 3"], "guard"),
+        (KEPT, ["build_failed: kernel.cu(12): error: identifier x"], "build failed"),
+        (KEPT, ["ceiling: 40.00x is above the 10x sanity ceiling", "faster"], "held for review"),
+        (KEPT, ["no final answer: limit:turns"], "no answer"),
+        (KEPT, ["no difference: p = 0.4", "sanitizer: not run (no GPU)"], "no improvement"),
+        (KEPT, ["the final answer is the region unchanged: nothing to verify"], "no improvement"),
+        ("error", ["configure failed: CMake Error"], "error"),
+    ],
+)
+def test_what_became_of_a_final_answer(status: str, reasons: list[str], outcome: str) -> None:
+    assert classify(status, reasons) == outcome
+
+
+def test_a_note_that_the_sanitizer_did_not_run_is_not_a_wrong_final() -> None:
+    assert not is_wrong(["sanitizer: not run (compute-sanitizer or a GPU is missing here)"])
+    assert not is_wrong(["build_failed: error", "untimed: no comparison was made"])
+    assert is_wrong(["no difference", "file_differs: out.bin (first at byte 3)"])
+
+
+# --- summary math ------------------------------------------------------------------------
+
+
+def test_geomean() -> None:
+    assert geomean([2.0, 1.0, 1.0, 0.5]) == pytest.approx(1.0)
+    assert geomean([4.0, 1.0]) == pytest.approx(2.0)
+    assert geomean([]) == 1.0
+    with pytest.raises(ValueError):
+        geomean([1.0, 0.0])
+
+
+def test_a_kernel_takes_its_best_verified_run_and_the_median_wall_time() -> None:
+    runs = [
+        _run(
+            "k",
+            PROPOSED,
+            1.30,
+            "faster",
+            explanation="Tiled in shared memory.\nMore.",
+            wall_s=100.0,
+            baseline_ms=2.0,
+        ),  # fmt: skip
+        _run("k", PROPOSED, 1.10, "faster", run=2, explanation="other", wall_s=300.0),
+        _run("k", KEPT, 1.0, "numbers_differ: x", run=3, wall_s=50.0, baseline_ms=4.0),
+    ]
+    row = summarize_kernel(Kernel("app", "src/k.cu", "k"), runs, 3)
+    assert row.best_speedup == 1.30 and row.improved and row.proposed == 2
+    assert row.changed == "Tiled in shared memory."
+    assert row.wall_s == 100.0 and row.baseline_ms == 3.0
+    assert row.wrong_finals == 1 and row.verdict == "improved (1 wrong final)"
+
+
+def test_a_kept_or_small_or_failed_kernel_counts_one() -> None:
+    kept = summarize_kernel(Kernel("a", "f", "k"), [_run("k", KEPT, 1.0, "no difference")], 1)
+    assert kept.best_speedup == 1.0 and not kept.improved
+    assert kept.verdict == "kept: no improvement" and kept.changed == ""
+    no_answer = _run("k", KEPT, 1.0, "no final answer: limit:turns", stopped="limit:turns")
+    assert summarize_kernel(Kernel("a", "f", "k"), [no_answer], 1).verdict == (
+        "kept: no answer (limit:turns)"
+    )
+    small = summarize_kernel(Kernel("a", "f", "k"), [_run("k", PROPOSED, 1.04, "faster")], 1)
+    assert not small.improved and small.verdict == "proposed, below 5%"
+    wrong = summarize_kernel(Kernel("a", "f", "k"), [_run("k", KEPT, 1.0, "nonfinite: nan")], 1)
+    assert wrong.verdict == "kept: wrong final (nonfinite)" and wrong.wrong_finals == 1
+    failed = summarize_kernel(
+        Kernel("a", "f", "k"), [_run("k", "error", 1.0, "build failed: nvcc error")], 1
+    )
+    assert failed.verdict == "error: build failed: nvcc error" and failed.wall_s is None
+
+
+def test_one_failed_run_of_several_is_named_in_the_verdict() -> None:
+    runs = [_run("k", PROPOSED, 2.0, "faster"), _run("k", "error", 1.0, "timeout", run=2)]
+    row = summarize_kernel(Kernel("app", "src/k.cu", "k"), runs, 2)
+    assert row.verdict == "improved (1 of 2 runs failed: timeout)" and row.errors == 1
+
+
+def _row(speedup: float, wall: float | None, wrong: int = 0) -> KernelRow:
+    return KernelRow(
+        "app", "f", "k", 1.0, speedup, speedup >= 1.05, "", wall, "", 1, 0, wrong, 0
+    )  # fmt: skip
+
+
+def test_overall_share_geomean_wrong_finals_and_targets() -> None:
+    rows = [_row(2.0, 100), _row(1.5, 200), _row(1.05, 500), _row(1.0, 600), _row(1.0, None, 1)]
+    overall = summarize(rows, failed_runs=1)
+    assert overall.kernels == 5 and overall.improved == 3
+    assert overall.share_improved == pytest.approx(0.6)
+    assert overall.geomean_speedup == pytest.approx((2.0 * 1.5 * 1.05) ** (1 / 5))
+    assert overall.wrong_finals == 1 and overall.median_wall_s == 350.0
+    assert overall.failed_runs == 1
+    assert list(overall.targets.values()) == [True, False, False]
+    assert summarize([]).targets["no wrong finals"]
+    assert not any(list(summarize([]).targets.values())[:2])
+
+
+def test_rows_cover_every_scanned_kernel_even_when_its_app_failed() -> None:
+    kernels = [Kernel("a", "src/k.cu", "one"), Kernel("a", "src/k.cu", "two")]
+    good = _run("one", PROPOSED, 1.5, "faster")
+    runs = [
+        AppRun(
+            "a",
+            1,
+            (KernelRun("a", "src/k.cu", "one", 1, PROPOSED, 1.5, outcome="proposed"),),
+            None,
+            9.0,
+            "w",
+        ),  # fmt: skip
+        AppRun("b", 1, (), "configure failed: CMake Error at CMakeLists.txt:2", 1.0, "w"),
+    ]
+    assert good.outcome == "proposed"
+    rows = rows_for(kernels, runs, 1)
+    assert [(r.app, r.region) for r in rows] == [("a", "one"), ("a", "two"), ("b", APP_ROW)]
+    assert rows[0].improved and rows[1].verdict.startswith("error: not optimized")
+    assert rows[2].verdict == "error: configure failed: CMake Error at CMakeLists.txt:2"
+
+
+def test_markdown_has_the_table_the_overall_line_and_escapes_cells() -> None:
+    rows = [
+        KernelRow(
+            "fir",
+            "src/kernel.cu",
+            "fir_kernel",
+            1.234,
+            1.5,
+            True,
+            "a | b",
+            61.0,
+            "improved",
+            1,
+            1,
+            0,
+            0,
+        ),  # fmt: skip
+        _row(1.0, None),
+    ]
+    report = Report(
+        model="openai:m@http://x/v1", date="2026-12-02", started_at="2026-12-02T10:00:00",
+        command="nvcc-opt bench suite --model m", machine={"host": "h", "gpu": "none"},
+        options={"runs": 1}, rows=tuple(rows), overall=summarize(rows),
+    )  # fmt: skip
+    text = render_markdown(report)
+    assert "| app | kernel | baseline ms | best speedup | improved | what changed |" in text
+    assert "| fir | fir_kernel | 1.234 | 1.500x | yes | a \\| b | 61.0 | improved |" in text
+    assert "| app | k | 1.000 | 1.000x | no |  | - |  |" in text
+    assert "1 of 2 kernels improved" in text and "(50.0%)" in text
+    assert "geometric mean speedup 1.225x" in text and "wrong finals: 0" in text
+    assert "improved share >= 60%: NOT met" in text and "no wrong finals: met" in text
+
+
+@pytest.mark.parametrize(
+    ("spec", "slug"),
+    [
+        ("openai:Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1", "openai-Qwen2.5-7B-Instruct"),
+        ("openai:scripted@http://127.0.0.1:4321/v1?key_env=K", "openai-scripted"),
+        ("hf:/models/llama/#q4 model.gguf", "hf-llama"),
+        ("smollm2", "smollm2"),
+        ("search?budget_s=30", "search"),
+    ],
+)
+def test_model_slug(spec: str, slug: str) -> None:
+    assert model_slug(spec) == slug
+
+
+def test_the_json_after_the_progress_lines() -> None:
+    out = (
+        "[k] src/k.cu:3: optimizing\n[k] tool call 1: x [1]\n[other] cannot optimize: no tree\n"
+        + json.dumps([{"region": "k", "status": PROPOSED}], indent=2)
+        + "\n"
+    )
+    results, cannot = parse_optimize_output(out)
+    assert results == [{"region": "k", "status": PROPOSED}]
+    assert cannot == {"other": "no tree"}
+    assert parse_optimize_output("nothing to optimize\n[]\n") == ([], {})
+    assert parse_optimize_output("[k] optimizing\nTraceback\n")[0] is None
+
+
+def test_the_command_line_is_written_as_nvcc_opt() -> None:
+    assert command_line(["/x/bin/nvcc-opt", "bench", "suite", "--model", "a b"]) == (
+        "nvcc-opt bench suite --model 'a b'"
+    )
+    assert command_line(["-c", "suite", "--runs", "2"]) == "nvcc-opt bench suite --runs 2"
+
+
+def test_a_failure_is_named_by_its_first_error() -> None:
+    cmake = (
+        "CMake Error at CMakeLists.txt:1 (message):\n  zeta is broken\n\n-- Configuring incomplete"
+    )
+    assert short_reason(cmake) == "CMake Error at CMakeLists.txt:1 (message): zeta is broken"
+    assert short_reason("a\nb\nlast words\n") == "last words"
+    assert short_reason("") == "(no output)"
+    assert len(short_reason("error: " + "x" * 500)) == 160
+
+
+def test_a_run_past_its_timeout_is_interrupted_and_what_it_printed_is_kept(tmp_path: Path) -> None:
+    lines: list[str] = []
+    started = time.monotonic()
+    ran = run_streaming(
+        ["sh", "-c", "echo first; sleep 30; echo never"],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        timeout_s=1.0,
+        on_line=lines.append,
+    )
+    assert ran.timed_out and lines == ["first"] and ran.stdout == "first\n"
+    assert time.monotonic() - started < 15
+
+
+# --- apps and the command's errors -------------------------------------------------------
+
+
+def _app(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "nvcc-opt.toml").write_text('[build]\ndir = "build"\n')
+    (folder / "CMakeLists.txt").write_text("project(x)\n")
+    return folder
+
+
+def test_apps_are_sorted_and_filtered(tmp_path: Path) -> None:
+    for name in ("zeta", "alpha", "mid"):
+        _app(tmp_path / name)
+    (tmp_path / "notes").mkdir()
+    assert [p.name for p in find_apps(tmp_path)] == ["alpha", "mid", "zeta"]
+    assert [p.name for p in find_apps(tmp_path, ["zeta", "alpha"])] == ["alpha", "zeta"]
+    with pytest.raises(RuntimeError, match="no app named nope"):
+        find_apps(tmp_path, ["nope"])
+
+
+def test_the_command_refuses_a_missing_suite_no_apps_and_an_unknown_model(tmp_path: Path) -> None:
+    runner = CliRunner()
+    missing = runner.invoke(bench, ["suite", "--suite", str(tmp_path / "no"), "--model", "smollm2"])
+    assert missing.exit_code == 2 and "no such folder" in missing.output
+    empty = runner.invoke(bench, ["suite", "--suite", str(tmp_path), "--model", "smollm2"])
+    assert empty.exit_code == 1 and "no apps" in empty.output
+    model = runner.invoke(bench, ["suite", "--suite", str(tmp_path), "--model", "nope:x"])
+    assert model.exit_code == 2 and "unknown model spec" in model.output
+    assert not (tmp_path / "benchmarks").exists()
+
+
+# --- end to end --------------------------------------------------------------------------
+
+
+def _answer(code: str, explanation: str) -> str:
+    body = {"final_code": code, "explanation": explanation}
+    return "Done.\n```json\n" + json.dumps(body) + "\n```"
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_the_bench_end_to_end(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    shutil.copytree(MINI, suite)
+    broken = _app(suite / "zeta")  # sorted last: fails to configure, the bench goes on
+    (broken / "CMakeLists.txt").write_text('message(FATAL_ERROR "zeta is broken")\n')
+    work = (MINI / "alpha" / "src" / "work.cu").read_text().split("// @optimize\n", 1)[1]
+    half = work.replace("++p)", "p += 2)")  # every pass computes the same sum: half of them
+    scale = (MINI / "beta" / "src" / "scale.cu").read_text().split("// @optimize\n", 1)[1]
+    wrong = scale.replace("w * x[i]", "x[i]")
+    script = [
+        Step(completion(_answer(half, "Half the passes: each computes the same sum.\nMore."))),
+        Step(completion(_answer(wrong, "Dropped the weight."))),
+    ]
+    out = tmp_path / "results"
+    user_store = tmp_path / "user" / "store.db"
+    env = {
+        **os.environ,
+        "NVCC_OPT_STORE": str(user_store),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    with scripted_server(script, lifetime_s=300) as server:
+        spec = f"openai:scripted@{server.base_url}"
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from nvcc_opt.bench_cli import bench; bench()",
+                "suite",
+                "--suite",
+                str(suite),
+                "--model",
+                spec,
+                "--out",
+                str(out),
+                "--turns",
+                "3",
+                "--time",
+                "120",
+                "--cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90",
+            ],  # fmt: skip
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        requests = len(server.requests)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert requests == 2
+    assert "[alpha run 1/1] [accumulate] " in done.stderr and "[zeta run 1/1] error:" in done.stderr
+    assert '"rewrite_id"' not in done.stderr, "the JSON goes to the report, not the progress"
+    (json_file,) = out.glob("suite-*-openai-scripted.json")
+    md_file = json_file.with_suffix(".md")
+    assert md_file.read_text() in done.stdout
+    report = json.loads(json_file.read_text())
+    rows = {row["app"]: row for row in report["rows"]}
+    assert [row["region"] for row in report["rows"]] == ["accumulate", "weighted_sum", APP_ROW]
+    alpha, beta, zeta = rows["alpha"], rows["beta"], rows["zeta"]
+    assert alpha["improved"] and alpha["best_speedup"] > 1.5 and alpha["verdict"] == "improved"
+    assert alpha["changed"] == "Half the passes: each computes the same sum."
+    assert alpha["baseline_ms"] > 0 and alpha["wall_s"] > 0 and alpha["file"] == "src/work.cu"
+    assert not beta["improved"] and beta["best_speedup"] == 1.0
+    assert beta["verdict"] == "kept: wrong final (numbers_differ)" and beta["wrong_finals"] == 1
+    assert (
+        zeta["verdict"].startswith("error: configure failed:")
+        and "zeta is broken" in (zeta["verdict"])
+    )
+    statuses = [(k["app"], k["status"]) for r in report["runs"] for k in r["kernels"]]
+    assert statuses == [("alpha", PROPOSED), ("beta", KEPT)]
+    overall = report["overall"]
+    assert overall["kernels"] == 3 and overall["improved"] == 1 and overall["wrong_finals"] == 1
+    assert overall["geomean_speedup"] == pytest.approx(alpha["best_speedup"] ** (1 / 3))
+    assert overall["failed_runs"] == 1 and overall["median_wall_s"] > 0
+    assert report["command"].startswith(f"nvcc-opt bench suite --suite {suite} --model ")
+    assert report["command"].endswith("--cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90")
+    assert report["machine"]["host"] and report["model"] == spec
+    assert not user_store.exists(), "the user's store is never touched"
+    assert not (suite / "alpha" / "build").exists(), "the suite's folders are never built in"
+
+
+def test_nvcc_opt_bench_is_a_subcommand_not_a_compiler(exe: str) -> None:
+    done = subprocess.run([exe, "bench", "suite", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "--model" in done.stdout and "--runs" in done.stdout
