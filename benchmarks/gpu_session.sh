@@ -2,7 +2,9 @@
 # Everything measured on the H200 in one call (results land in $OUT, then benchmarks/results/):
 #   1. the GPU tests: the example's own check, and the runtime red team;
 #   2. the example end to end: build through nvcc-opt, import, verify, accept, rebuild, run;
-#   3. benchmark_code's noise behaviour (benchmarks/benchmark_code_noise.py).
+#   3. benchmark_code's noise behaviour (benchmarks/benchmark_code_noise.py), at the example's
+#      full size (2^24 elements, 400 repetitions) and [run] repeats (10 pairs) unless overridden;
+#   4. (PARTS=suite) `nvcc-opt bench suite --model search` on SUITE_ONLY apps (default: all).
 # Wheels the machine lacks travel in .whl/ (see the device notes in benchmarks/README.md).
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
@@ -21,7 +23,7 @@ parts="${PARTS:-tests e2e noise}"  # a call has at most 10 minutes: run the part
 want() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 want tests && step "GPU tests" && timeout "${TESTS_S:-200}" python3 -m pytest -q -p no:cacheprovider -m gpu \
-  ${GPU_TESTS:-tests/test_example_builds.py tests/test_redteam_gpu.py tests/test_tools_microbench.py} \
+  ${GPU_TESTS:-tests/test_example_builds.py tests/test_redteam_gpu.py tests/test_tools_microbench.py tests/test_optimize_gpu.py} \
   -rA 2>&1 | tail -40 | tee "$OUT/gpu_tests.log"
 
 if want rebuild; then
@@ -60,6 +62,11 @@ rm -rf "$noise" && cp -r examples/saxpy-stencil "$noise"
 cmake -S "$noise" -B "$noise/build" -G Ninja -DCMAKE_CUDA_COMPILER_LAUNCHER=/tmp/bin/nvcc-opt >/dev/null
 cmake --build "$noise/build" -j 16 >/dev/null
 timeout "${NOISE_S:-420}" python3 benchmarks/benchmark_code_noise.py "$noise" \
-  --trials "${TRIALS:-20}" --reps 200 --size "${SIZE:-1048576}" --calls "${CALLS:-3}" ${PAIRS:+--pairs $PAIRS} --out "$OUT/benchmark_code_noise.json" 2>&1 | tail -30
+  --trials "${TRIALS:-20}" --reps "${REPS:-400}" --size "${SIZE:-16777216}" --calls "${CALLS:-3}" ${PAIRS:+--pairs $PAIRS} --out "$OUT/benchmark_code_noise.json" 2>&1 | tail -30
+fi
+if want suite; then
+  step "the kernel suite with the search policy"
+  timeout "${SUITE_S:-560}" python3 -m nvcc_opt.bench_cli suite --model "${SUITE_MODEL:-search}" \
+    --out "$OUT/suite" --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90 ${SUITE_ONLY:+--only $SUITE_ONLY} 2>&1 | tail -60
 fi
 step done
