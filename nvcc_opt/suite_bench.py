@@ -1,8 +1,9 @@
 """`nvcc-opt bench suite`: optimize every kernel of the suite N times and write a results table.
 
-Each run of an app works on a private copy of it (`<out>/work/<report>/<app>/run-<i>/`): a fresh
-build tree configured with nvcc-opt as the CUDA launcher, a fresh store (`NVCC_OPT_STORE`), then
-`nvcc-opt optimize --json --seed i` as a subprocess. Neither the suite's folders nor the user's
+Each run of an app works on a private copy of it (`<out>/work/<report>/<app>/run-<i>/`, with the
+suite's shared folders such as `common/` beside it): a fresh build tree configured with nvcc-opt
+as the CUDA launcher, a fresh store (`NVCC_OPT_STORE`), then `nvcc-opt optimize --json --seed i`
+as a subprocess. Neither the suite's folders nor the user's
 store are touched. An app that fails (configure, build, optimize crash, timeout) becomes rows with
 an "error: ..." verdict and the bench goes on.
 
@@ -490,6 +491,16 @@ def find_apps(suite: Path, only: Sequence[str] = ()) -> list[Path]:
     return apps
 
 
+def shared_folders(suite: Path) -> list[Path]:
+    """The suite's folders that are not apps (headers the apps share): each run's copy of an
+    app gets them beside it, so paths like `../common` resolve as in the suite."""
+    return sorted(
+        p
+        for p in suite.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and not (p / CONFIG_NAME).is_file()
+    )
+
+
 def app_kernels(app: Path, skip: str | None = None) -> list[Kernel]:
     """The tagged regions of the app's .cu files (not under its build folder `skip`)."""
     found = []
@@ -651,6 +662,9 @@ def run_app(
         symlinks=True,
         ignore=lambda folder, names: [n for n in names if (Path(folder) / n).resolve() == skip],
     )
+    for shared in shared_folders(app.parent):  # e.g. common/, which apps include as ../common
+        shutil.rmtree(work / shared.name, ignore_errors=True)
+        shutil.copytree(shared, work / shared.name, symlinks=True)
     env = bench_env(store)
     build = root / build_name
     configure = [

@@ -12,6 +12,7 @@ import pytest
 
 from nvcc_opt.config import load
 from nvcc_opt.regions.scan import scan
+from nvcc_opt.suite_bench import shared_folders
 from tests.conftest import gpu_available, needs_nvcc
 
 SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "suite"
@@ -38,6 +39,8 @@ def test_app_layout_and_regions(app: Path) -> None:
 def test_app_builds_and_its_config_loads(app: Path, tmp_path: Path) -> None:
     root = tmp_path / app.name
     shutil.copytree(app, root)
+    for shared in shared_folders(SUITE):  # headers the apps include as ../common
+        shutil.copytree(shared, tmp_path / shared.name)
     for cmd in (
         ["cmake", "-S", root, "-B", root / "build", "-G", "Ninja", "-DCMAKE_CUDA_ARCHITECTURES=90"],
         ["cmake", "--build", root / "build"],

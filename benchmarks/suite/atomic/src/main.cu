@@ -7,30 +7,13 @@
 #include <vector>
 
 #include "kernel.h"
-
-#define CUDA_CHECK(call)                                                                  \
-  do {                                                                                    \
-    cudaError_t err_ = (call);                                                            \
-    if (err_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(err_),        \
-                   __FILE__, __LINE__, cudaGetErrorString(err_));                         \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
+#include "driver_basic.cuh"
 
 struct Options {
   long long size = 1LL << 24;  // 16M double atomics onto 64 counters: ~0.2-1 ms on an H100
   long long reps = 100;
   long long seed = 12345;
 };
-
-static bool parse_value(const char* text, long long lo, long long hi, long long* out) {
-  char* end = nullptr;
-  long long value = std::strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || value < lo || value > hi) return false;
-  *out = value;
-  return true;
-}
 
 static bool parse_options(int argc, char** argv, Options* opt) {
   for (int i = 1; i < argc; i += 2) {
@@ -43,13 +26,6 @@ static bool parse_options(int argc, char** argv, Options* opt) {
     if (!ok) return false;
   }
   return true;
-}
-
-static uint64_t splitmix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
 }
 
 // Weights are multiples of 1/8 and every partial sum stays far below 2^50, so double additions
