@@ -24,6 +24,7 @@ from nvcc_opt.agent.trace import TraceWriter
 from nvcc_opt.config import ProjectConfig
 from nvcc_opt.store.api import Store
 from nvcc_opt.submit import Answer, last_context, verify_and_store
+from nvcc_opt.tools.bench import read_benchmark
 from nvcc_opt.tools.catalog import open_catalog
 from nvcc_opt.tools.region import Region
 from nvcc_opt.tools.schema import Toolbox
@@ -103,17 +104,20 @@ def optimize_region(
         outcome = agent.run(prompt.system, prompt.user)
     answer = outcome.answer
 
-    def kept(reasons: tuple[str, ...]) -> RegionResult:
+    def result(
+        reasons: tuple[str, ...], rewrite_id: int | None = None, speedup: float = 1.0
+    ) -> RegionResult:
+        status = KEPT if rewrite_id is None else PROPOSED
         return RegionResult(
-            str(region.file), region.name, outcome.reason, KEPT, None, 1.0, reasons,
+            str(region.file), region.name, outcome.reason, status, rewrite_id, speedup, reasons,
             str(trace_path), base_ms, time.monotonic() - started,
         )  # fmt: skip
 
     if answer is None:
         progress(f"agent stopped ({outcome.reason}) without a final answer")
-        return kept((f"no final answer: {outcome.reason}",))
+        return result((f"no final answer: {outcome.reason}",))
     if answer.final_code.strip() == region.text.strip() and not answer.compile_args:
-        return kept(("the final answer is the region unchanged: nothing to verify",))
+        return result(("the final answer is the region unchanged: nothing to verify",))
     progress(f"agent stopped ({outcome.reason}); verifying its answer independently")
     submitted = verify_and_store(
         store,
@@ -133,11 +137,8 @@ def optimize_region(
     verdict = submitted.verdict
     reasons = (*verdict.reasons, *submitted.notes)
     if submitted.rewrite_id is None or verdict.comparison is None:
-        return kept(reasons)
-    return RegionResult(
-        str(region.file), region.name, outcome.reason, PROPOSED, submitted.rewrite_id,
-        verdict.comparison.speedup, reasons, str(trace_path), base_ms, time.monotonic() - started,
-    )  # fmt: skip
+        return result(reasons)
+    return result(reasons, submitted.rewrite_id, verdict.comparison.speedup)
 
 
 class Reporting(Toolbox):
@@ -160,10 +161,10 @@ class Reporting(Toolbox):
             left = f", {_clock(max(0.0, self.deadline - time.monotonic()))} left"
         self.progress(f"tool call {self.calls}: {name} (best so far {self.best:.3f}x{left})")
         observation = super().call(name, args_json)
-        if name == "benchmark_code" and "verdict: improved" in observation:
-            for line in observation.splitlines():
-                if line.startswith("speedup: "):
-                    self.best = max(self.best, float(line.split()[1].rstrip("x")))
+        if name == "benchmark_code":
+            measured = read_benchmark(observation)
+            if measured.improved:
+                self.best = max(self.best, measured.speedup)
         return observation
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -42,8 +43,6 @@ def example(tmp_path_factory: pytest.TempPathFactory, exe: str) -> Path:
 
 
 def _env(extra: dict[str, str]) -> dict[str, str]:
-    import os
-
     return {**os.environ, **extra}
 
 

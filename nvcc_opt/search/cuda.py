@@ -257,19 +257,18 @@ def modified(source: Source, node: tree_sitter.Node) -> set[str]:
     return names
 
 
-def _declared_name(param: tree_sitter.Node) -> tree_sitter.Node | None:
-    node = param.child_by_field_name("declarator")
-    while node is not None and node.type != "identifier":
-        node = node.child_by_field_name("declarator")
-    return node
+def _declared_name(node: tree_sitter.Node) -> tree_sitter.Node | None:
+    """The identifier a declaration, parameter or declarator declares (through `*`, `[]`, `=`)."""
+    target = node.child_by_field_name("declarator")
+    while target is not None and target.type != "identifier":
+        target = target.child_by_field_name("declarator")
+    return target
 
 
 def _declares(node: tree_sitter.Node, name: str, source: Source) -> bool:
     if node.type not in ("init_declarator", "declaration"):
         return False
-    target = node.child_by_field_name("declarator")
-    while target is not None and target.type != "identifier":
-        target = target.child_by_field_name("declarator")
+    target = _declared_name(node)
     return target is not None and source.text(target) == name
 
 

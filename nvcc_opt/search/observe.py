@@ -1,13 +1,12 @@
-"""What the search policy reads: the prompt it was given and the tools' observations, in the
-formats nvcc-opt's own prompt templates and tools write (tests pin both sides)."""
+"""What the search policy reads: the prompt it was given and compiler_analysis's report, in the
+formats nvcc-opt's own prompt template and tool write (tests pin both sides). benchmark_code's
+observation is read by `tools.bench.read_benchmark`, beside the function that writes it."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from typing import Any
-
-from nvcc_opt.tools.schema import ERROR
 
 
 class PromptUnreadable(ValueError):
@@ -18,17 +17,6 @@ class PromptUnreadable(ValueError):
 class Task:
     region: str  # the region's exact text
     target: str  # what the file is compiled for, e.g. "sm_90"
-
-
-@dataclass(frozen=True)
-class Measured:
-    verdict: str  # improved, no improvement, rejected, held for review, error
-    speedup: float  # 1.0 when not timed
-    why: str  # the first reason line, or the error
-
-    @property
-    def improved(self) -> bool:
-        return self.verdict == "improved"
 
 
 @dataclass(frozen=True)
@@ -58,21 +46,6 @@ def read_task(messages: list[dict[str, Any]]) -> Task:
     if end == -1:
         raise PromptUnreadable("the region's code block is not closed")
     return Task(region=rest[: end + 1], target=target.group(1).strip() if target else "unknown")
-
-
-def read_benchmark(observation: str) -> Measured:
-    if observation.startswith(ERROR):
-        return Measured("error", 1.0, observation[len(ERROR) :].strip().splitlines()[0][:300])
-    verdict, speedup, why = "error", 1.0, ""
-    lines = observation.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("speedup: "):
-            speedup = float(line.split()[1].rstrip("x"))
-        elif line.startswith("verdict: "):
-            verdict = line.split(": ", 1)[1].strip()
-            if i + 1 < len(lines):
-                why = lines[i + 1].strip()
-    return Measured(verdict, speedup if verdict in ("improved", "no improvement") else 1.0, why)
 
 
 _REGISTERS = re.compile(r"^\s*sm_\w+: registers (\d+),", re.MULTILINE)

@@ -26,15 +26,9 @@ from nvcc_opt.agent.model import ModelError, Reply, ToolCall
 from nvcc_opt.search.changes import Change, compose, flag_changes, transform_changes
 from nvcc_opt.search.cuda import Source
 from nvcc_opt.search.launches import aliased, constant, definitions, launches, search_lines
-from nvcc_opt.search.observe import (
-    Analysis,
-    Measured,
-    PromptUnreadable,
-    read_analysis,
-    read_benchmark,
-    read_task,
-)
+from nvcc_opt.search.observe import Analysis, PromptUnreadable, read_analysis, read_task
 from nvcc_opt.search.transforms import Facts
+from nvcc_opt.tools.bench import Measured, read_benchmark
 
 BUDGET_S = 240.0  # exploration; the final verification comes after
 MAX_CALLS = 26  # below the loop's default of 30 turns, leaving the answer its turn

@@ -18,7 +18,7 @@ from typing import Any
 from nvcc_opt.config import ProjectConfig
 from nvcc_opt.launcher import candidate
 from nvcc_opt.tools.region import Region
-from nvcc_opt.tools.schema import ToolError, tool
+from nvcc_opt.tools.schema import ERROR, ToolError, tool
 from nvcc_opt.verify import guards
 from nvcc_opt.verify.checks import RunOutput
 from nvcc_opt.verify.measure import Build, MeasureError, check, measure, run_once
@@ -175,6 +175,35 @@ def describe(verdict: Verdict) -> str:
     lines.append(f"verdict: {verdict.status}")
     lines += [f"  {reason}" for reason in verdict.reasons]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A benchmark_code observation, read back (by policies and progress displays)."""
+
+    verdict: str  # improved, no improvement, rejected, held for review, error
+    speedup: float  # 1.0 when not timed
+    why: str  # the first reason line, or the error
+
+    @property
+    def improved(self) -> bool:
+        return self.verdict == "improved"
+
+
+def read_benchmark(observation: str) -> Measured:
+    """What `describe` (or a tool error) said: the verdict, the speedup, the first reason."""
+    if observation.startswith(ERROR):
+        return Measured("error", 1.0, observation[len(ERROR) :].strip().splitlines()[0][:300])
+    verdict, speedup, why = "error", 1.0, ""
+    lines = observation.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("speedup: "):
+            speedup = float(line.split()[1].rstrip("x"))
+        elif line.startswith("verdict: "):
+            verdict = line.split(": ", 1)[1].strip()
+            if i + 1 < len(lines):
+                why = lines[i + 1].strip()
+    return Measured(verdict, speedup if verdict in ("improved", "no improvement") else 1.0, why)
 
 
 def _timing(comparison: Comparison) -> list[str]:
