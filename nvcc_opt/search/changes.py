@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nvcc_opt.search.observe import Analysis
-from nvcc_opt.search.transforms import TRANSFORMS, Facts
+from nvcc_opt.search.transforms import BY_NAME, TRANSFORMS, Facts
 
 ARCH_SPECIFIC = {"sm_90": "-gencode=arch=compute_90a,code=sm_90a"}  # Hopper's 90a features
 REGISTER_STEPS = (128, 96, 64, 48, 32)
+FIRST = ("warp_rows", "block_half", "block_quarter", "block_wide", "block_double")
 
 
 @dataclass(frozen=True)
@@ -42,18 +43,27 @@ def flag_changes(target: str, analysis: Analysis | None) -> list[Change]:
 
 
 def transform_changes(code: str, facts: Facts) -> list[Change]:
-    """Each source transform that changes this code."""
+    """Each source transform that changes this code, the structural ones first: they are the
+    ones that move a kernel limited by its access pattern or its number of blocks, and the
+    budget may end before the last candidate is measured."""
+    ordered = sorted(
+        TRANSFORMS, key=lambda t: FIRST.index(t.name) if t.name in FIRST else len(FIRST)
+    )
     return [
         Change(t.name, t.change, transform=t.name)
-        for t in TRANSFORMS
+        for t in ordered
         if t.apply(code, facts) is not None
     ]
 
 
 def compose(code: str, facts: Facts, changes: Sequence[Change]) -> tuple[str, list[str]] | None:
     """The region's code and compile_args with `changes` applied together (transforms in their
-    canonical order); None when they conflict (two -maxrregcount values) or change nothing."""
+    canonical order); None when they conflict (two -maxrregcount values, two block shapes) or
+    change nothing."""
     names = {c.transform for c in changes if c.transform is not None}
+    groups = [BY_NAME[name].group for name in names if BY_NAME[name].group is not None]
+    if len(groups) != len(set(groups)):
+        return None  # two block shapes at once
     new = code
     for transform in TRANSFORMS:
         if transform.name in names:

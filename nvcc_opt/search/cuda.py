@@ -216,6 +216,18 @@ def apply(code: str, edits: Iterable[Edit]) -> str:
     return data.decode("utf-8")
 
 
+def edited(code: str, source: Source, edits: list[Edit]) -> str | None:
+    """`code` with `edits` applied, or None when there are none, they overlap, or the result
+    parses worse than `source` (a transform never makes the parse worse)."""
+    if not edits:
+        return None
+    try:
+        new = apply(code, edits)
+    except ParseError:
+        return None
+    return new if Source(new).errors() <= source.errors() else None
+
+
 def indentation(source: Source, node: tree_sitter.Node) -> bytes:
     """The whitespace before `node` on its line."""
     line_start = source.data.rfind(b"\n", 0, node.start_byte) + 1

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 
+from nvcc_opt.search import structure
 from nvcc_opt.search.cuda import (
     LDG_TYPES,
     Edit,
     Kernel,
-    ParseError,
     Source,
-    apply,
+    edited,
     identifiers,
     indentation,
     modified,
@@ -47,16 +47,7 @@ class Transform:
     name: str
     change: str  # what it does, for the explanation
     apply: Callable[[str, Facts], str | None]
-
-
-def _result(code: str, source: Source, edits: list[Edit]) -> str | None:
-    if not edits:
-        return None
-    try:
-        new = apply(code, edits)
-    except ParseError:
-        return None
-    return new if Source(new).errors() <= source.errors() else None
+    group: str | None = None  # transforms of one group exclude each other (the block shape)
 
 
 def restrict(code: str, facts: Facts) -> str | None:
@@ -68,7 +59,7 @@ def restrict(code: str, facts: Facts) -> str | None:
         for p in k.pointers
         if not p.restrict
     ]
-    return _result(code, source, edits)
+    return edited(code, source, edits)
 
 
 def const_restrict(code: str, facts: Facts) -> str | None:
@@ -84,7 +75,7 @@ def const_restrict(code: str, facts: Facts) -> str | None:
                 edits.append(Edit(p.type_start, p.type_start, b"const "))
             if not p.restrict:
                 edits.append(Edit(p.star_end, p.star_end, b" __restrict__"))
-    return _result(code, source, edits)
+    return edited(code, source, edits)
 
 
 def ldg(code: str, facts: Facts) -> str | None:
@@ -107,7 +98,7 @@ def ldg(code: str, facts: Facts) -> str | None:
         return b"__ldg(&" + out + b")" if (node.start_byte, node.end_byte) in starts else out
 
     edits = [Edit(r.start_byte, r.end_byte, render(r)) for r in _outermost(source.root, starts)]
-    return _result(code, source, edits)
+    return edited(code, source, edits)
 
 
 def _ldg_able(element: str, read_only: bool) -> bool:
@@ -138,7 +129,7 @@ def unroll(code: str, facts: Facts) -> str | None:
             if count == "runtime" or (isinstance(count, int) and count > MAX_FULL_UNROLL):
                 continue
             edits.append(_pragma(source, loop, b"#pragma unroll"))
-    return _result(code, source, edits)
+    return edited(code, source, edits)
 
 
 def unroll_runtime(code: str, facts: Facts) -> str | None:
@@ -157,7 +148,7 @@ def unroll_runtime(code: str, facts: Facts) -> str | None:
             if _trip_count(source, loop, names) == "runtime":
                 pragma = f"#pragma unroll {RUNTIME_UNROLL}".encode()
                 edits.append(_pragma(source, loop, pragma))
-    return _result(code, source, edits)
+    return edited(code, source, edits)
 
 
 def launch_bounds(code: str, facts: Facts) -> str | None:
@@ -167,7 +158,7 @@ def launch_bounds(code: str, facts: Facts) -> str | None:
         for k in source.kernels()
         if not k.launch_bounds and (threads := facts.block_sizes.get(k.name)) is not None
     ]
-    return _result(code, source, edits)
+    return edited(code, source, edits)
 
 
 def hoist(code: str, facts: Facts) -> str | None:
@@ -212,7 +203,7 @@ def hoist(code: str, facts: Facts) -> str | None:
                 edits += [Edit(n.start_byte, n.end_byte, name.encode()) for n in nodes]
             edits.append(Edit(anchor.start_byte, anchor.start_byte, declared))
             taken.add((loop.start_byte, loop.end_byte))
-    return _result(code, source, edits)
+    return edited(code, source, edits)
 
 
 def _invariant(source: Source, read: tree_sitter.Node, changed: set[str]) -> bool:
@@ -340,6 +331,12 @@ def _locals_and_params(source: Source, loop: tree_sitter.Node) -> set[str]:
 
 TRANSFORMS: tuple[Transform, ...] = (
     Transform(
+        "warp_rows",
+        "a warp per row for the row-per-thread reduction (lanes read the row together, then a"
+        " shuffle sum)",
+        structure.warp_rows,
+    ),
+    Transform(
         "const_restrict", "const __restrict__ on read-only pointer parameters", const_restrict
     ),
     Transform("restrict", "__restrict__ on every pointer parameter", restrict),
@@ -351,6 +348,25 @@ TRANSFORMS: tuple[Transform, ...] = (
         f"#pragma unroll {RUNTIME_UNROLL} on innermost loops with a run-time trip count",
         unroll_runtime,
     ),
-    Transform("launch_bounds", "__launch_bounds__ matching the launch's block size", launch_bounds),
+    Transform(
+        "launch_bounds",
+        "__launch_bounds__ matching the launch's block size",
+        launch_bounds,
+        group="block",
+    ),
+    Transform("block_half", "half the threads per block", structure.block_half, group="block"),
+    Transform(
+        "block_quarter",
+        "a quarter of the threads per block (a 2D block twice as wide)",
+        structure.block_quarter,
+        group="block",
+    ),
+    Transform("block_double", "twice the threads per block", structure.block_double, group="block"),
+    Transform(
+        "block_wide",
+        "a 2D block twice as wide and half as tall",
+        structure.block_wide,
+        group="block",
+    ),
 )
 BY_NAME = {t.name: t for t in TRANSFORMS}

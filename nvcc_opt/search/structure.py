@@ -1,0 +1,472 @@
+"""Structural transforms: the launch's block shape, and a warp per row for row reductions.
+
+The flag and annotation transforms rarely move a first-version kernel whose time goes to its
+memory access pattern or to too few blocks. Two changes a person would try first:
+- `block_*`: a block-size definition inside the region (`int block = 256;`, `constexpr int
+  kBlock = 256;`, `dim3 block(16, 16);`) made smaller, larger or wider, when every grid launched
+  with it is computed from it, so the grid still covers the problem. Smaller blocks spread a
+  small problem over more multiprocessors; a 32-wide block reads whole 128-byte lines per row.
+- `warp_rows`: a kernel that gives each thread one row `i` and loops over `j` reading
+  `A[i * n + j]` (each thread its own row: 32 rows and 32 cache lines per warp load) becomes one
+  where each warp of the block takes the block's rows in turn and its lanes read a row together
+  (one line per load), summing with shuffles. The launch is unchanged, so it works for function
+  regions whose launch lies outside.
+Both leave correctness to benchmark_code: they refuse shapes they cannot see are safe (shared
+arrays sized apart from the block constant, existing `__launch_bounds__`, loops that do more
+than accumulate).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import tree_sitter
+
+from nvcc_opt.search.cuda import Edit, Kernel, Source, edited, identifiers, indentation, walk
+
+if TYPE_CHECKING:
+    from nvcc_opt.search.transforms import Facts
+
+WARP = 32
+MAX_THREADS = 1024
+ROW_INDEX = {
+    "blockIdx.x*blockDim.x+threadIdx.x",
+    "blockDim.x*blockIdx.x+threadIdx.x",
+    "threadIdx.x+blockIdx.x*blockDim.x",
+    "threadIdx.x+blockDim.x*blockIdx.x",
+}
+ACCUMULATOR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long"}
+ZERO = re.compile(r"^\(?\s*0+(\.0*)?([eE][+-]?\d+)?[fFlLuU]*\s*\)?$")
+
+
+@dataclass(frozen=True)
+class BlockSize:
+    """One block-size definition in the region that its launches' grids are computed from."""
+
+    numbers: tuple[tree_sitter.Node, ...]  # the literal(s): one, or dim3's two or three
+    values: tuple[int, ...]
+
+
+def block_sizes(source: Source) -> list[BlockSize]:
+    """Block sizes defined in the region by literals, used by launches whose grids use them,
+    for kernels with no shared arrays sized apart from them and no `__launch_bounds__`."""
+    kernels = {k.name: k for k in source.kernels()}
+    found: dict[int, BlockSize] = {}
+    for node in walk(source.root):
+        if node.type != "call_expression":
+            continue
+        syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
+        function = node.child_by_field_name("function")
+        config = [] if syntax is None else syntax.named_children
+        if function is None or len(config) < 2 or config[1].type != "identifier":
+            continue
+        name = source.text(config[1])
+        definition = _definition(source, name)
+        if definition is None or name not in _grid_names(source, config[0]):
+            return []  # a launch whose grid would not follow: change none
+        kernel = kernels.get(source.text(function))
+        if kernel is not None and (kernel.launch_bounds or _shared_apart(source, kernel, name)):
+            return []
+        found[definition.numbers[0].start_byte] = definition
+    return list(found.values())
+
+
+def _definition(source: Source, name: str) -> BlockSize | None:
+    """`name`'s one definition in the region, by literals, never assigned afterwards."""
+    matches = []
+    for node in walk(source.root):
+        declared = (
+            node.child_by_field_name("declarator") if node.type == "init_declarator" else None
+        )
+        value = node.child_by_field_name("value") if declared is not None else None
+        if declared is None or value is None or source.text(declared) != name:
+            continue
+        numbers = [value] if value.type == "number_literal" else list(value.named_children)
+        if value.type not in ("number_literal", "argument_list", "initializer_list"):
+            return None
+        values = [_integer(source.text(n)) if n.type == "number_literal" else None for n in numbers]
+        if not 1 <= len(numbers) <= 3 or any(v is None or v < 1 for v in values):
+            return None
+        matches.append(BlockSize(tuple(numbers), tuple(v for v in values if v is not None)))
+    if len(matches) != 1 or _assigned(source, name):
+        return None
+    return matches[0]
+
+
+def _integer(text: str) -> int | None:
+    digits = text.rstrip("uUlL")
+    return int(digits) if digits.isdigit() else None
+
+
+def _assigned(source: Source, name: str) -> bool:
+    for node in walk(source.root):
+        if node.type in ("assignment_expression", "update_expression"):
+            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
+            if target is not None and name in identifiers(source, target):
+                return True
+    return False
+
+
+def _grid_names(source: Source, grid: tree_sitter.Node) -> set[str]:
+    """Names the grid expression uses, through its definitions (`int grid = ...;`)."""
+    names = identifiers(source, grid)
+    if grid.type == "identifier":
+        for node in walk(source.root):
+            declared = (
+                node.child_by_field_name("declarator") if node.type == "init_declarator" else None
+            )
+            value = node.child_by_field_name("value") if declared is not None else None
+            if (
+                value is not None
+                and declared is not None
+                and source.text(declared) == source.text(grid)
+            ):
+                names |= identifiers(source, value)
+    return names
+
+
+def _shared_apart(source: Source, kernel: Kernel, name: str) -> bool:
+    """Whether the kernel declares a `__shared__` array whose size does not use `name`."""
+    for node in walk(kernel.body):
+        if node.type != "declaration" or "__shared__" not in source.text(node).split("[")[0]:
+            continue
+        sizes = [n for n in walk(node) if n.type == "array_declarator"]
+        if not sizes or any(name not in identifiers(source, s) for s in sizes):
+            return True
+    return False
+
+
+def _resize(
+    change: Callable[[tuple[int, ...]], tuple[int, ...] | None],
+) -> Callable[[str, Facts], str | None]:
+    """A transform giving each block size in the region the shape `change` makes of it (one
+    it has no shape for, or whose new shape is not whole warps within 1024 threads, stays)."""
+
+    def transform(code: str, facts: Facts) -> str | None:
+        source = Source(code)
+        edits = []
+        for block in block_sizes(source):
+            new = change(block.values)
+            if new is None or new == block.values or not _valid(new):
+                continue
+            edits += [
+                Edit(n.start_byte, n.end_byte, str(v).encode())
+                for n, v in zip(block.numbers, new, strict=True)
+            ]
+        return edited(code, source, edits)
+
+    return transform
+
+
+def _valid(shape: tuple[int, ...]) -> bool:
+    threads = 1
+    for extent in shape:
+        threads *= extent
+    return all(e >= 1 for e in shape) and WARP <= threads <= MAX_THREADS and threads % WARP == 0
+
+
+def _half(shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    if len(shape) == 1:
+        return (shape[0] // 2,) if shape[0] % 2 == 0 else None
+    return (shape[0], shape[1] // 2, *shape[2:]) if shape[1] % 2 == 0 else None
+
+
+def _quarter(shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    if len(shape) == 1:
+        return (shape[0] // 4,) if shape[0] % 4 == 0 else None
+    return (shape[0] * 2, shape[1] // 4, *shape[2:]) if shape[1] % 4 == 0 else None
+
+
+def _double(shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    return (shape[0] * 2, *shape[1:])
+
+
+def _wide(shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    if len(shape) == 1 or shape[1] % 2:
+        return None
+    return (shape[0] * 2, shape[1] // 2, *shape[2:])
+
+
+block_half = _resize(_half)
+block_quarter = _resize(_quarter)
+block_double = _resize(_double)
+block_wide = _resize(_wide)
+
+
+@dataclass(frozen=True)
+class RowLoop:
+    """A kernel body `int i = <global x index>; if (i < n) { decls; for (j) acc += ...; tail }`
+    (or `if (i >= n) return;` before the rest)."""
+
+    index: tree_sitter.Node  # the declaration of i
+    guard: str  # `if (i < n)` to wrap the rest, or `if (i >= n) return;` as written
+    wraps: bool
+    decls: list[tree_sitter.Node]
+    accumulators: dict[str, tuple[str, tree_sitter.Node]]  # name -> type, init_declarator
+    loop: tree_sitter.Node
+    variable: str
+    tail: list[tree_sitter.Node]
+
+
+def warp_rows(code: str, facts: Facts) -> str | None:
+    source = Source(code)
+    edits = []
+    for kernel in source.kernels():
+        threads = facts.block_sizes.get(kernel.name)
+        if threads is None or threads % WARP:
+            continue  # rows are split by warps: the block must be whole warps
+        shape = _row_loop(source, kernel)
+        if shape is not None:
+            body = kernel.body
+            edits.append(Edit(body.start_byte, body.end_byte, _rewrite(source, shape)))
+    return edited(code, source, edits)
+
+
+def _statements(node: tree_sitter.Node) -> list[tree_sitter.Node]:
+    if node.type == "compound_statement":
+        return [c for c in node.named_children if c.type != "comment"]
+    return [node]
+
+
+def _squeeze(text: str) -> str:
+    return "".join(text.split())
+
+
+def _row_loop(source: Source, kernel: Kernel) -> RowLoop | None:
+    body = _statements(kernel.body)
+    if len(body) < 2 or body[0].type != "declaration" or "__shared__" in source.text(kernel.body):
+        return None
+    declarator = body[0].child_by_field_name("declarator")
+    value = None if declarator is None else declarator.child_by_field_name("value")
+    name = None if declarator is None else declarator.child_by_field_name("declarator")
+    if value is None or name is None or _squeeze(source.text(value)) not in ROW_INDEX:
+        return None
+    builtins = ("threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "__syncwarp")
+    uses = [n for n in walk(kernel.body) if n.type == "identifier" and source.text(n) in builtins]
+    if len(uses) != 3:  # only the three of the row index
+        return None
+    row = source.text(name)
+    guarded = _guard(source, body[1], row)
+    if guarded is None:
+        return None
+    wraps, inner = guarded
+    if wraps and len(body) != 2:
+        return None
+    if not wraps:
+        inner = body[2:]
+    loops = [i for i, n in enumerate(inner) if n.type == "for_statement"]
+    if len(loops) != 1:
+        return None
+    decls, loop, tail = inner[: loops[0]], inner[loops[0]], inner[loops[0] + 1 :]
+    if not tail or any(d.type != "declaration" for d in decls):
+        return None
+    variable = _unit_loop(source, loop)
+    if variable is None or not _reads_along_rows(source, loop, row, variable):
+        return None
+    accumulators = _accumulators(source, decls, loop)
+    if not accumulators:
+        return None
+    guard = (
+        f"if {source.text(body[1].child_by_field_name('condition') or body[1])}"
+        if wraps
+        else source.text(body[1])
+    )
+    return RowLoop(body[0], guard, wraps, decls, accumulators, loop, variable, tail)
+
+
+def _guard(
+    source: Source, node: tree_sitter.Node, row: str
+) -> tuple[bool, list[tree_sitter.Node]] | None:
+    """(True, the guarded statements) for `if (i < n) {...}`, (False, []) for
+    `if (i >= n) return;`, None for anything else."""
+    condition = node.child_by_field_name("condition") if node.type == "if_statement" else None
+    consequence = node.child_by_field_name("consequence") if condition is not None else None
+    test = condition.child_by_field_name("value") if condition is not None else None
+    if consequence is None or test is None or node.child_by_field_name("alternative") is not None:
+        return None
+    left = test.child_by_field_name("left") if test.type == "binary_expression" else None
+    operator = test.child_by_field_name("operator") if left is not None else None
+    if left is None or operator is None or source.text(left) != row:
+        return None
+    if source.text(operator) in ("<", "<="):
+        return True, _statements(consequence)
+    if source.text(operator) in (">=", ">") and consequence.type == "return_statement":
+        return False, []
+    return None
+
+
+def _unit_loop(source: Source, loop: tree_sitter.Node) -> str | None:
+    """The loop variable of `for (int j = a; j < b; ++j)` (also `<=`, `j++`, `j += 1`)."""
+    init = loop.child_by_field_name("initializer")
+    condition = loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    if init is None or condition is None or update is None or init.type != "declaration":
+        return None
+    declarator = init.child_by_field_name("declarator")
+    name = None if declarator is None else declarator.child_by_field_name("declarator")
+    if declarator is None or declarator.type != "init_declarator" or name is None:
+        return None
+    variable = source.text(name)
+    if _squeeze(source.text(update)) not in (f"++{variable}", f"{variable}++", f"{variable}+=1"):
+        return None
+    left = condition.child_by_field_name("left")
+    operator = condition.child_by_field_name("operator")
+    if left is None or operator is None or source.text(left) != variable:
+        return None
+    return variable if source.text(operator) in ("<", "<=") else None
+
+
+def _accumulators(
+    source: Source, decls: list[tree_sitter.Node], loop: tree_sitter.Node
+) -> dict[str, tuple[str, tree_sitter.Node]]:
+    """The declared scalars the loop only adds to; empty when the loop does anything else
+    (stores, calls, other updates, or an addend that reads an accumulator)."""
+    declared: dict[str, tuple[str, tree_sitter.Node]] = {}
+    for decl in decls:
+        kind = " ".join(source.text(decl.child_by_field_name("type") or decl).split())
+        for declarator in decl.children_by_field_name("declarator"):
+            name = declarator.child_by_field_name("declarator")
+            if declarator.type == "init_declarator" and name is not None:
+                declared[source.text(name)] = (kind, declarator)
+    body = loop.child_by_field_name("body")
+    addends: list[tree_sitter.Node] = []
+    summed: dict[str, tuple[str, tree_sitter.Node]] = {}
+    for statement in _statements(body) if body is not None else []:
+        expression = statement.named_children[0] if statement.named_children else None
+        if statement.type != "expression_statement" or expression is None:
+            return {}
+        left = expression.child_by_field_name("left")
+        operator = expression.child_by_field_name("operator")
+        right = expression.child_by_field_name("right")
+        if expression.type != "assignment_expression" or left is None or right is None:
+            return {}
+        target = source.text(left)
+        if operator is None or source.text(operator) != "+=" or target not in declared:
+            return {}
+        if declared[target][0] not in ACCUMULATOR_TYPES:
+            return {}
+        summed[target] = declared[target]
+        addends.append(right)
+    for right in addends:
+        if identifiers(source, right) & set(summed):
+            return {}
+        side_effects = ("assignment_expression", "update_expression", "call_expression")
+        if any(n.type in side_effects for n in walk(right)):
+            return {}
+    return summed
+
+
+def _reads_along_rows(source: Source, loop: tree_sitter.Node, row: str, variable: str) -> bool:
+    """Some load indexes `[<expression of the row> + j]`: consecutive j along one row."""
+    body = loop.child_by_field_name("body")
+    for node in walk(body) if body is not None else ():
+        indices = (
+            node.child_by_field_name("indices") if node.type == "subscript_expression" else None
+        )
+        index = (
+            indices.named_children[0] if indices is not None and indices.named_children else None
+        )
+        if index is None or index.type != "binary_expression":
+            continue
+        operator = index.child_by_field_name("operator")
+        left = index.child_by_field_name("left")
+        right = index.child_by_field_name("right")
+        if operator is None or left is None or right is None or source.text(operator) != "+":
+            continue
+        for one, other in ((left, right), (right, left)):
+            if source.text(one) == variable and row in identifiers(source, other):
+                return True
+    return False
+
+
+def _rewrite(source: Source, shape: RowLoop) -> bytes:
+    """The kernel body with each warp taking the block's rows in turn (see the module doc)."""
+    lane, mine = "nvcc_opt_lane", "nvcc_opt_row"
+    index = re.sub(r"\bthreadIdx\s*\.\s*x\b", mine, source.text(shape.index))
+    lines = [
+        "{",
+        "// each warp takes the block's rows in turn; its lanes read a row together",
+        f"const int {lane} = threadIdx.x % {WARP};",
+        f"for (int {mine} = threadIdx.x / {WARP}; {mine} < (int)blockDim.x;"
+        f" {mine} += (int)blockDim.x / {WARP}) {{",
+        index,
+        shape.guard + (" {" if shape.wraps else ""),
+        *[_split_start(source, decl, shape.accumulators, lane) for decl in shape.decls],
+        _strided(source, shape.loop, shape.variable, lane),
+        f"for (int nvcc_opt_offset = {WARP // 2}; nvcc_opt_offset > 0; nvcc_opt_offset /= 2) {{",
+        *[
+            f"{name} += __shfl_down_sync(0xffffffffu, {name}, nvcc_opt_offset);"
+            for name in shape.accumulators
+        ],
+        "}",
+        f"if ({lane} == 0) {{",
+        *[_statement(source, n) for n in shape.tail],
+        "}",
+        *(["}"] if shape.wraps else []),
+        "}",
+        "}",
+    ]
+    return _indent(lines, indentation(source, shape.index).decode() or "  ").encode()
+
+
+def _split_start(
+    source: Source,
+    decl: tree_sitter.Node,
+    accumulators: dict[str, tuple[str, tree_sitter.Node]],
+    lane: str,
+) -> str:
+    """The declaration as written, with a non-zero start of an accumulator given to lane 0
+    only (the lanes' partial sums are added up at the end)."""
+    edits = []
+    for kind, declarator in accumulators.values():
+        value = declarator.child_by_field_name("value")
+        inside = decl.start_byte <= declarator.start_byte < decl.end_byte
+        if value is not None and inside and not ZERO.match(source.text(value)):
+            split = f"{lane} == 0 ? ({source.text(value)}) : ({kind})0".encode()
+            edits.append(Edit(value.start_byte, value.end_byte, split))
+    data = source.data[: decl.end_byte]
+    for edit in sorted(edits, key=lambda e: -e.start):
+        data = data[: edit.start] + edit.text + data[edit.end :]
+    return data[decl.start_byte :].decode("utf-8")  # declarations before a loop: one line
+
+
+def _strided(source: Source, loop: tree_sitter.Node, variable: str, lane: str) -> str:
+    """`for (int j = a; j < b; ++j) body` as `for (int j = (a) + lane; j < b; j += 32) body`."""
+    init = loop.child_by_field_name("initializer")
+    condition = loop.child_by_field_name("condition")
+    body = loop.child_by_field_name("body")
+    declarator = None if init is None else init.child_by_field_name("declarator")
+    start = None if declarator is None else declarator.child_by_field_name("value")
+    kind = None if init is None else init.child_by_field_name("type")
+    assert start is not None and kind is not None and condition is not None and body is not None
+    first = lane if ZERO.match(source.text(start)) else f"({source.text(start)}) + {lane}"
+    header = f"for ({source.text(kind)} {variable} = {first}; {source.text(condition)};"
+    return f"{header} {variable} += {WARP}) {_statement(source, body, loop)}"
+
+
+def _indent(lines: list[str], unit: str) -> str:
+    """`lines` indented by their brace depth; the lines of a multi-line statement keep their
+    layout relative to its first line."""
+    out: list[str] = []
+    depth = 0
+    for line in lines:
+        text = line.strip()
+        if text.startswith("}"):
+            depth -= 1
+        prefix = unit * depth if out else ""
+        out += [prefix + part if part.strip() else "" for part in text.split("\n")]
+        depth += text.count("{") - text.count("}") + (1 if text.startswith("}") else 0)
+    return "\n".join(out)
+
+
+def _statement(
+    source: Source, node: tree_sitter.Node, line_of: tree_sitter.Node | None = None
+) -> str:
+    """The statement as written, its later lines without the indentation of the line it
+    starts on (the line `line_of` starts, when given)."""
+    base = indentation(source, line_of or node).decode()
+    lines = source.text(node).split("\n")
+    return "\n".join([lines[0], *(x[len(base) :] if x.startswith(base) else x for x in lines[1:])])

@@ -1,0 +1,224 @@
+"""The search policy's structural transforms: block shapes and a warp per row."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nvcc_opt.search.changes import Change, compose, transform_changes
+from nvcc_opt.search.structure import (
+    block_double,
+    block_half,
+    block_quarter,
+    block_wide,
+    warp_rows,
+)
+from nvcc_opt.search.transforms import Facts
+from tests.conftest import gpu_available, needs_nvcc
+
+ROWS = """\
+__global__ void rows(int n, float alpha, const float* A, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float sum = 0.0f;
+    float bias = x[i];
+    for (int j = 0; j < n; ++j) {
+      sum += A[i * n + j] * x[j];
+    }
+    y[i] = alpha * sum + bias;
+  }
+}
+void launch(int n, float alpha, const float* A, const float* x, float* y) {
+  const int block = 256;
+  int grid = (n + block - 1) / block;
+  rows<<<grid, block>>>(n, alpha, A, x, y);
+}
+"""
+FACTS = Facts(block_sizes={"rows": 256}, no_alias=frozenset({"rows"}))
+
+EARLY_RETURN = """\
+__global__ void early(long n, const double* A, double* y) {
+  long i = threadIdx.x + blockIdx.x * blockDim.x;
+  if (i >= n) return;
+  double acc = y[i], other = 1.0;
+  for (long j = 1; j <= n - 1; j++) acc += A[i * n + j] * 2.0;
+  y[i] = acc * other;
+}
+"""
+
+GRID_2D = """\
+__global__ void stencil(int n, const float* in, float* out) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x;
+  int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x < n && y < n) out[y * n + x] = in[y * n + x] * 0.5f;
+}
+__global__ void scale(int n, float* v) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) v[i] *= 2.0f;
+}
+void launch(int n, const float* in, float* out) {
+  dim3 block2d(16, 16);
+  dim3 grid2d((n + block2d.x - 1) / block2d.x, (n + block2d.y - 1) / block2d.y);
+  stencil<<<grid2d, block2d>>>(n, in, out);
+  int block = 128;
+  scale<<<(n + block - 1) / block, block>>>(n, out);
+}
+"""
+
+
+def test_a_warp_takes_each_row_and_sums_with_shuffles() -> None:
+    new = warp_rows(ROWS, FACTS)
+    assert new is not None
+    assert "int i = blockIdx.x * blockDim.x + nvcc_opt_row;" in new
+    assert "for (int j = nvcc_opt_lane; j < n; j += 32)" in new
+    assert "sum += __shfl_down_sync(0xffffffffu, sum, nvcc_opt_offset);" in new
+    assert "if (nvcc_opt_lane == 0) {\n        y[i] = alpha * sum + bias;" in new
+    assert "bias += __shfl" not in new  # only what the loop adds to is summed across lanes
+    assert new.endswith(ROWS[ROWS.index("\nvoid launch") :])  # the launch is unchanged
+
+
+def test_an_early_return_and_a_non_zero_start_go_to_lane_zero_only() -> None:
+    new = warp_rows(EARLY_RETURN, Facts(block_sizes={"early": 128}))
+    assert new is not None
+    assert "if (i >= n) return;" in new
+    assert "double acc = nvcc_opt_lane == 0 ? (y[i]) : (double)0, other = 1.0;" in new
+    assert (
+        "for (long j = (1) + nvcc_opt_lane; j <= n - 1; j += 32) acc += A[i * n + j] * 2.0;" in new
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "why"),
+    [
+        (ROWS.replace("sum += A[i * n + j] * x[j];", "sum += A[i * n + j] * x[j]; y[j] = 0;"),
+         "the loop stores"),
+        (ROWS.replace("A[i * n + j] * x[j]", "A[j * n + i] * x[j]"), "reads run down a column"),
+        (ROWS.replace("A[i * n + j] * x[j]", "A[i * n + j] * sum"), "an addend reads the sum"),
+        (ROWS.replace("A[i * n + j] * x[j]", "f(A[i * n + j])"), "a call in the loop"),
+        (ROWS.replace("if (i < n) {", "__syncthreads();\n  if (i < n) {"), "a barrier"),
+        (ROWS.replace("sum += A", "sum *= A"), "not a sum"),
+    ],
+)  # fmt: skip
+def test_row_loops_it_cannot_see_are_safe_are_left_alone(case: str, why: str) -> None:
+    assert warp_rows(case, FACTS) is None, why
+
+
+def test_warp_rows_needs_whole_warps_per_block() -> None:
+    assert warp_rows(ROWS, Facts()) is None  # block size unknown
+    assert warp_rows(ROWS, Facts(block_sizes={"rows": 48})) is None
+
+
+def test_block_sizes_change_with_their_grids() -> None:
+    assert "const int block = 128;" in (block_half(ROWS, FACTS) or "")
+    assert "const int block = 64;" in (block_quarter(ROWS, FACTS) or "")
+    assert "const int block = 512;" in (block_double(ROWS, FACTS) or "")
+    assert block_wide(ROWS, FACTS) is None  # a 1D block has no width to trade
+
+
+def test_2d_blocks_trade_height_for_width_and_1d_blocks_stay() -> None:
+    wide = block_wide(GRID_2D, Facts())
+    assert wide is not None and "dim3 block2d(32, 8);" in wide and "int block = 128;" in wide
+    half = block_half(GRID_2D, Facts())
+    assert half is not None and "dim3 block2d(16, 8);" in half and "int block = 64;" in half
+    assert "dim3 block2d(32, 4);" in (block_quarter(GRID_2D, Facts()) or "")
+    assert "dim3 block2d(32, 16);" in (block_double(GRID_2D, Facts()) or "")
+
+
+@pytest.mark.parametrize(
+    ("case", "why"),
+    [
+        (ROWS.replace("rows<<<grid, block>>>", "rows<<<(n + 255) / 256, block>>>"),
+         "the grid does not follow the block"),
+        (ROWS.replace("__global__ void rows", "__global__ void __launch_bounds__(256) rows"),
+         "the kernel promises its block size"),
+        (ROWS.replace("int i = ", "__shared__ float tile[256];\n  int i = "),
+         "a shared array sized apart from the block"),
+        (ROWS.replace("int grid =", "block = 64;\n  int grid ="), "the size is assigned later"),
+        (ROWS.replace("rows<<<grid, block>>>", "rows<<<grid, 256>>>"), "a literal in the launch"),
+    ],
+)  # fmt: skip
+def test_block_sizes_it_cannot_follow_are_left_alone(case: str, why: str) -> None:
+    assert block_half(case, FACTS) is None, why
+
+
+def test_a_shared_array_sized_by_the_block_constant_follows_it() -> None:
+    code = ROWS.replace("int i = ", "__shared__ float tile[block];\n  int i = ").replace(
+        "const int block = 256;\n", ""
+    )
+    code = "constexpr int block = 256;\n" + code
+    assert "constexpr int block = 128;" in (block_half(code, FACTS) or "")
+
+
+def test_block_shapes_exclude_each_other_and_launch_bounds() -> None:
+    names = [c.name for c in transform_changes(ROWS, FACTS)]
+    assert names[:4] == ["warp_rows", "block_half", "block_quarter", "block_double"]
+    half, bounds = (
+        Change("h", "", transform="block_half"),
+        Change("b", "", transform="launch_bounds"),
+    )
+    assert compose(ROWS, FACTS, [half, bounds]) is None
+    assert compose(ROWS, FACTS, [half, Change("q", "", transform="block_quarter")]) is None
+    together = compose(ROWS, FACTS, [half, Change("w", "", transform="warp_rows")])
+    assert together is not None and "block = 128" in together[0] and "nvcc_opt_lane" in together[0]
+
+
+@needs_nvcc
+def test_warp_rows_and_block_shapes_compile(tmp_path: Path) -> None:
+    for name, code in {
+        "rows": warp_rows(ROWS, FACTS),
+        "early": warp_rows(EARLY_RETURN, Facts(block_sizes={"early": 128})),
+        "grid": block_wide(GRID_2D, Facts()),
+    }.items():
+        assert code is not None
+        source = tmp_path / f"{name}.cu"
+        source.write_text("float f(float);\n" + code)
+        done = subprocess.run(
+            ["nvcc", "-arch=sm_90", "-c", str(source), "-o", str(tmp_path / f"{name}.o")],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+
+
+PROGRAM = """\
+#include <cstdio>
+#include <cmath>
+#include <cuda_runtime.h>
+{original}
+namespace fast {{
+{rewritten}
+}}
+int main() {{
+  const int n = 1000;  // not a multiple of the block: the last block's rows are partly absent
+  float *A, *x, *y1, *y2;
+  cudaMallocManaged(&A, sizeof(float) * n * n);
+  cudaMallocManaged(&x, sizeof(float) * n);
+  cudaMallocManaged(&y1, sizeof(float) * n);
+  cudaMallocManaged(&y2, sizeof(float) * n);
+  for (int k = 0; k < n * n; ++k) A[k] = (k % 97) * 0.01f;
+  for (int k = 0; k < n; ++k) x[k] = (k % 13) * 0.1f;
+  launch(n, 1.5f, A, x, y1);
+  fast::launch(n, 1.5f, A, x, y2);
+  cudaDeviceSynchronize();
+  double worst = 0;
+  for (int k = 0; k < n; ++k) worst = fmax(worst, fabs(y1[k] - y2[k]) / fabs(y1[k]));
+  printf("worst %g\\n", worst);
+  return worst < 1e-5 ? 0 : 1;
+}}
+"""
+
+
+@needs_nvcc
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
+def test_warp_rows_computes_what_the_original_does_on_a_gpu(tmp_path: Path) -> None:
+    rewritten = warp_rows(ROWS, FACTS)
+    assert rewritten is not None
+    source = tmp_path / "check.cu"
+    source.write_text(PROGRAM.format(original=ROWS, rewritten=rewritten))
+    binary = tmp_path / "check"
+    subprocess.run(["nvcc", "-arch=sm_90", "-o", str(binary), str(source)], check=True)
+    done = subprocess.run([binary], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
