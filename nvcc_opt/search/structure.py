@@ -38,6 +38,7 @@ ROW_INDEX = {
     "threadIdx.x+blockIdx.x*blockDim.x",
     "threadIdx.x+blockDim.x*blockIdx.x",
 }
+CASTS = re.compile(r"\((long|longlong|size_t|int64_t|uint64_t|unsignedlong|unsigned|int)\)")
 ACCUMULATOR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long"}
 ZERO = re.compile(r"^\(?\s*0+(\.0*)?([eE][+-]?\d+)?[fFlLuU]*\s*\)?$")
 
@@ -235,6 +236,11 @@ def _squeeze(text: str) -> str:
     return "".join(text.split())
 
 
+def is_global_index(text: str) -> bool:
+    """Whether `text` is `blockIdx.x * blockDim.x + threadIdx.x` (any order, integer casts)."""
+    return CASTS.sub("", _squeeze(text)) in ROW_INDEX
+
+
 def _row_loop(source: Source, kernel: Kernel) -> RowLoop | None:
     body = _statements(kernel.body)
     if len(body) < 2 or body[0].type != "declaration" or "__shared__" in source.text(kernel.body):
@@ -242,7 +248,7 @@ def _row_loop(source: Source, kernel: Kernel) -> RowLoop | None:
     declarator = body[0].child_by_field_name("declarator")
     value = None if declarator is None else declarator.child_by_field_name("value")
     name = None if declarator is None else declarator.child_by_field_name("declarator")
-    if value is None or name is None or _squeeze(source.text(value)) not in ROW_INDEX:
+    if value is None or name is None or not is_global_index(source.text(value)):
         return None
     builtins = ("threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "__syncwarp")
     uses = [n for n in walk(kernel.body) if n.type == "identifier" and source.text(n) in builtins]
@@ -296,6 +302,25 @@ def _guard(
     if source.text(operator) in (">=", ">") and consequence.type == "return_statement":
         return False, []
     return None
+
+
+def guarded_rest(
+    source: Source, body: list[tree_sitter.Node], row: str
+) -> tuple[str, list[tree_sitter.Node]] | None:
+    """For a body `[index, if (i >= n) return;, rest...]` or `[index, if (i < n) {rest}]`: the
+    bound `n` as written and the statements the guard lets run; None for any other shape."""
+    if len(body) < 2 or _guard(source, body[1], row) is None:
+        return None
+    condition = body[1].child_by_field_name("condition")
+    test = None if condition is None else condition.child_by_field_name("value")
+    operator = None if test is None else test.child_by_field_name("operator")
+    bound = None if test is None else test.child_by_field_name("right")
+    if operator is None or bound is None or source.text(operator) not in ("<", ">="):
+        return None
+    wraps, inner = _guard(source, body[1], row) or (False, [])
+    if wraps:
+        return (source.text(bound), inner) if len(body) == 2 else None
+    return source.text(bound), body[2:]
 
 
 def _unit_loop(source: Source, loop: tree_sitter.Node) -> str | None:
@@ -360,7 +385,8 @@ def _accumulators(
 
 
 def _reads_along_rows(source: Source, loop: tree_sitter.Node, row: str, variable: str) -> bool:
-    """Some load indexes `[<expression of the row> + j]`: consecutive j along one row."""
+    """Some load indexes `[i * n + j]`: consecutive j along row i of a row-major matrix (not
+    `[i + j]`, a window that neighbouring threads share)."""
     body = loop.child_by_field_name("body")
     for node in walk(body) if body is not None else ():
         indices = (
@@ -377,7 +403,14 @@ def _reads_along_rows(source: Source, loop: tree_sitter.Node, row: str, variable
         if operator is None or left is None or right is None or source.text(operator) != "+":
             continue
         for one, other in ((left, right), (right, left)):
-            if source.text(one) == variable and row in identifiers(source, other):
+            if source.text(one) != variable or other.type != "binary_expression":
+                continue
+            scale = other.child_by_field_name("operator")  # `i * n`: a row's start
+            if (
+                scale is not None
+                and source.text(scale) == "*"
+                and row in identifiers(source, other)
+            ):
                 return True
     return False
 
@@ -403,7 +436,7 @@ def _rewrite(source: Source, shape: RowLoop) -> bytes:
         ],
         "}",
         f"if ({lane} == 0) {{",
-        *[_statement(source, n) for n in shape.tail],
+        *[statement_text(source, n) for n in shape.tail],
         "}",
         *(["}"] if shape.wraps else []),
         "}",
@@ -444,7 +477,7 @@ def _strided(source: Source, loop: tree_sitter.Node, variable: str, lane: str) -
     assert start is not None and kind is not None and condition is not None and body is not None
     first = lane if ZERO.match(source.text(start)) else f"({source.text(start)}) + {lane}"
     header = f"for ({source.text(kind)} {variable} = {first}; {source.text(condition)};"
-    return f"{header} {variable} += {WARP}) {_statement(source, body, loop)}"
+    return f"{header} {variable} += {WARP}) {statement_text(source, body, loop)}"
 
 
 def _indent(lines: list[str], unit: str) -> str:
@@ -462,7 +495,7 @@ def _indent(lines: list[str], unit: str) -> str:
     return "\n".join(out)
 
 
-def _statement(
+def statement_text(
     source: Source, node: tree_sitter.Node, line_of: tree_sitter.Node | None = None
 ) -> str:
     """The statement as written, its later lines without the indentation of the line it

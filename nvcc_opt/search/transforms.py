@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 
-from nvcc_opt.search import structure
+from nvcc_opt.search import fusion, structure
 from nvcc_opt.search.cuda import (
     LDG_TYPES,
     Edit,
@@ -330,6 +330,11 @@ def _locals_and_params(source: Source, loop: tree_sitter.Node) -> set[str]:
 
 
 TRANSFORMS: tuple[Transform, ...] = (
+    Transform(
+        "fuse",
+        "consecutive launches of element-wise kernels fused into one pass",
+        fusion.fuse,
+    ),
     Transform(
         "warp_rows",
         "a warp per row for the row-per-thread reduction (lanes read the row together, then a"

@@ -1,0 +1,217 @@
+"""One pass instead of several: consecutive launches of element-wise kernels fused into one.
+
+A first version of a multi-step update often launches one kernel per step, each reading and
+writing whole arrays at its thread's index. When every step touches memory only at that index,
+the steps can run one after the other inside one thread: one launch, and what a step wrote is
+still in a register or the L1 cache when the next reads it (the paper's LULESH gain).
+
+The transform fuses a run of launch statements in the region when the kernels are defined in the
+region with the same parameter list, launched with the same configuration and arguments, and
+each is element-wise: its index is `blockIdx.x * blockDim.x + threadIdx.x`, its guard the same
+`if (i >= n) return;` or `if (i < n) {...}`, every subscript is `[i]`, and nothing else (no
+barriers, shared or atomic memory, pointer arithmetic, other returns, or an array holder passed
+to a function) could reach another thread's elements. The original kernels stay defined.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import tree_sitter
+
+from nvcc_opt.search.cuda import Edit, Kernel, Source, edited, identifiers, indentation, walk
+from nvcc_opt.search.structure import guarded_rest, is_global_index, statement_text
+
+if TYPE_CHECKING:
+    from nvcc_opt.search.transforms import Facts
+
+FORBIDDEN = (
+    "threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "__syncwarp", "__shared__",
+    "atomicAdd", "atomicSub", "atomicExch", "atomicMin", "atomicMax", "atomicCAS", "atomicInc",
+    "atomicDec", "atomicAnd", "atomicOr", "atomicXor",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Step:
+    """An element-wise kernel: its index declaration, guard bound and the statements after it."""
+
+    kernel: Kernel
+    index: str  # `long i = blockIdx.x * (long)blockDim.x + threadIdx.x;` as written
+    row: str
+    bound: str  # the guard's `n`
+    rest: list[tree_sitter.Node]
+
+
+def fuse(code: str, facts: Facts) -> str | None:
+    source = Source(code)
+    steps = {k.name: step for k in source.kernels() if (step := _step(source, k)) is not None}
+    if len(steps) < 2:
+        return None
+    edits: list[Edit] = []
+    used = identifiers(source, source.root)
+    for function in walk(source.root):
+        if function.type != "function_definition" or function.has_error:
+            continue
+        body = function.child_by_field_name("body")
+        for run in _runs(source, body, steps) if body is not None else []:
+            kernels = [steps[_launched(source, s)[0]] for s in run]
+            names = [k.kernel.name for k in kernels]
+            stem = "_".join(names) if len(names) == 2 else f"{names[0]}_to_{names[-1]}"
+            name = _fresh(f"fused_{stem}", used)
+            used.add(name)
+            edits.append(
+                Edit(function.start_byte, function.start_byte, _kernel(source, name, kernels))
+            )
+            launch = source.text(run[0]).replace(kernels[0].kernel.name, name, 1)
+            edits.append(Edit(run[0].start_byte, run[-1].end_byte, launch.encode()))
+    return edited(code, source, edits)
+
+
+def _step(source: Source, kernel: Kernel) -> Step | None:
+    body = [c for c in kernel.body.named_children if c.type != "comment"]
+    if len(body) < 2 or body[0].type != "declaration":
+        return None
+    declarator = body[0].child_by_field_name("declarator")
+    value = None if declarator is None else declarator.child_by_field_name("value")
+    name = None if declarator is None else declarator.child_by_field_name("declarator")
+    if value is None or name is None or not is_global_index(source.text(value)):
+        return None
+    row = source.text(name)
+    guarded = guarded_rest(source, body, row)
+    if guarded is None:
+        return None
+    bound, rest = guarded
+    names = [source.text(n) for n in walk(kernel.body) if n.type == "identifier"]
+    if sum(n in FORBIDDEN for n in names) != 3 or "__shared__" in source.text(kernel.body):
+        return None
+    holders = _array_holders(source, kernel)
+    for statement in rest:
+        for node in walk(statement):
+            if node.type in ("return_statement", "pointer_expression", "goto_statement"):
+                return None
+            if node.type == "subscript_expression" and not _at_row(source, node, row):
+                return None
+            if node.type == "call_expression" and _passes(source, node, holders):
+                return None
+    return Step(kernel, source.text(body[0]), row, bound, rest)
+
+
+def _at_row(source: Source, node: tree_sitter.Node, row: str) -> bool:
+    indices = node.child_by_field_name("indices")
+    return indices is not None and "".join(source.text(indices).split()) == f"[{row}]"
+
+
+def _array_holders(source: Source, kernel: Kernel) -> set[str]:
+    """Parameters that lead to arrays: pointers, and structs whose members are subscripted."""
+    holders = {p.name for p in kernel.pointers}
+    for node in walk(kernel.body):
+        if node.type == "subscript_expression":
+            base = node.child_by_field_name("argument")
+            while base is not None and base.type == "field_expression":
+                base = base.child_by_field_name("argument")
+            if base is not None and base.type == "identifier":
+                holders.add(source.text(base))
+    return holders
+
+
+def _passes(source: Source, call: tree_sitter.Node, holders: set[str]) -> bool:
+    """Whether a call gets an array holder itself (it could read any element through it)."""
+    arguments = call.child_by_field_name("arguments")
+    if arguments is None:
+        return False
+    for argument in arguments.named_children:
+        while argument.type == "field_expression":
+            inner = argument.child_by_field_name("argument")
+            if inner is None:
+                break
+            argument = inner
+        if argument.type == "identifier" and source.text(argument) in holders:
+            return True
+    return False
+
+
+def _launched(source: Source, statement: tree_sitter.Node) -> tuple[str, ...]:
+    """(kernel, configuration, arguments) of a launch statement, each as written."""
+    call = statement.named_children[0] if statement.named_children else None
+    if statement.type != "expression_statement" or call is None or call.type != "call_expression":
+        return ()
+    syntax = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
+    function = call.child_by_field_name("function")
+    arguments = call.child_by_field_name("arguments")
+    if syntax is None or function is None or arguments is None or function.type != "identifier":
+        return ()
+    squeeze = "".join
+    return (
+        source.text(function),
+        squeeze(source.text(syntax).split()),
+        squeeze(source.text(arguments).split()),
+    )
+
+
+def _runs(
+    source: Source, body: tree_sitter.Node, steps: dict[str, Step]
+) -> list[list[tree_sitter.Node]]:
+    """Maximal runs (two or more) of consecutive launches that can be fused."""
+    runs: list[list[tree_sitter.Node]] = []
+    current: list[tree_sitter.Node] = []
+    for statement in [*body.named_children, None]:
+        launched = _launched(source, statement) if statement is not None else ()
+        if current and not (launched and _fits(source, steps, current[0], launched)):
+            if len(current) > 1:
+                runs.append(current)
+            current = []
+        if statement is not None and launched and launched[0] in steps:
+            current.append(statement)
+    return runs
+
+
+def _fits(
+    source: Source, steps: dict[str, Step], first: tree_sitter.Node, launched: tuple[str, ...]
+) -> bool:
+    head = _launched(source, first)
+    if not head or launched[0] not in steps or launched[1:] != head[1:]:
+        return False
+    one, other = steps[head[0]], steps[launched[0]]
+    same = "".join
+    return (
+        same(_parameters(source, one.kernel).split())
+        == same(_parameters(source, other.kernel).split())
+        and one.row == other.row
+        and same(one.bound.split()) == same(other.bound.split())
+        and same(one.index.split()) == same(other.index.split())
+    )
+
+
+def _parameters(source: Source, kernel: Kernel) -> str:
+    declarator = kernel.node.child_by_field_name("declarator")
+    parameters = None if declarator is None else declarator.child_by_field_name("parameters")
+    return "" if parameters is None else source.text(parameters)
+
+
+def _kernel(source: Source, name: str, steps: list[Step]) -> bytes:
+    first = steps[0]
+    unit = indentation(source, first.rest[0]).decode() or "  "
+    lines = [
+        f"// {', '.join(s.kernel.name for s in steps)} in one pass (same threads, same index)",
+        f"__global__ void {name}{_parameters(source, first.kernel)} {{",
+        unit + first.index,
+        f"{unit}if ({first.row} >= {first.bound}) return;",
+    ]
+    for step in steps:
+        lines.append(f"{unit}{{  // {step.kernel.name}")
+        for statement in step.rest:
+            text = statement_text(source, statement)
+            lines.append("\n".join(unit * 2 + line if line else "" for line in text.split("\n")))
+        lines.append(unit + "}")
+    lines += ["}", "", ""]
+    return "\n".join(lines).encode()
+
+
+def _fresh(stem: str, used: set[str]) -> str:
+    name, n = stem, 1
+    while name in used:
+        n += 1
+        name = f"{stem}{n}"
+    return name
