@@ -10,7 +10,15 @@ from nvcc_opt.search.transforms import BY_NAME, TRANSFORMS, Facts
 
 ARCH_SPECIFIC = {"sm_90": "-gencode=arch=compute_90a,code=sm_90a"}  # Hopper's 90a features
 REGISTER_STEPS = (128, 96, 64, 48, 32)
-FIRST = ("fuse", "warp_rows", "block_half", "block_quarter", "block_wide", "block_double")
+FIRST = (
+    "fuse",
+    "warp_rows",
+    "tile_matmul",
+    "block_half",
+    "block_quarter",
+    "block_wide",
+    "block_double",
+)
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,30 @@ def block_sizes(source: Source) -> list[BlockSize]:
     return list(found.values())
 
 
+def launch_shapes(source: Source) -> dict[str, tuple[int, ...]]:
+    """Kernel -> its block shape, for kernels of the region whose every launch in the region
+    uses one block constant defined there by literals."""
+    shapes: dict[str, set[tuple[int, ...] | None]] = {}
+    for node in walk(source.root):
+        if node.type != "call_expression":
+            continue
+        syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
+        function = node.child_by_field_name("function")
+        config = [] if syntax is None else syntax.named_children
+        if function is None or len(config) < 2:
+            continue
+        block = (
+            _definition(source, source.text(config[1])) if config[1].type == "identifier" else None
+        )
+        shapes.setdefault(source.text(function), set()).add(None if block is None else block.values)
+    agreed: dict[str, tuple[int, ...]] = {}
+    for name, found in shapes.items():
+        only = next(iter(found)) if len(found) == 1 else None
+        if only is not None:
+            agreed[name] = only
+    return agreed
+
+
 def _definition(source: Source, name: str) -> BlockSize | None:
     """`name`'s one definition in the region, by literals, never assigned afterwards."""
     matches = []

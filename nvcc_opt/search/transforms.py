@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 
-from nvcc_opt.search import fusion, structure
+from nvcc_opt.search import fusion, structure, tiling
 from nvcc_opt.search.cuda import (
     LDG_TYPES,
     Edit,
@@ -357,6 +357,12 @@ TRANSFORMS: tuple[Transform, ...] = (
         "launch_bounds",
         "__launch_bounds__ matching the launch's block size",
         launch_bounds,
+        group="block",
+    ),
+    Transform(
+        "tile_matmul",
+        "shared-memory tiles for the one-thread-per-element matrix product",
+        tiling.tile_matmul,
         group="block",
     ),
     Transform("block_half", "half the threads per block", structure.block_half, group="block"),

@@ -1,0 +1,277 @@
+"""Shared-memory tiles for the one-thread-per-element matrix product.
+
+`C[i][j] = sum_k A[i][k] * B[k][j]` with one thread per (i, j) reads every A row and B column
+from global memory once per output element. With a square block of T x T threads, the block can
+load a T x T tile of A and one of B into shared memory together, then each thread reads its T
+products from there: global loads fall by a factor of T. The sum runs over k in the original
+order (tiles in order, zeros past the end), so the result is the same float for float.
+
+The kernel must have that shape exactly: `i` from the y index, `j` from the x index, a guard
+`i < M && j < N` around the rest, accumulators that start from constants, one loop `for (k = 0;
+k < K; ++k) acc += A[<i, k>] * B[<k, j>]` whose A index does not use j and B index does not use
+i, and a launch of the kernel in the region with a square literal block of 8, 16 or 32. The
+accumulators' starts are constants, since every thread (also one past the edge) now runs them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import tree_sitter
+
+from nvcc_opt.search.cuda import Edit, Kernel, Source, edited, identifiers, indentation, walk
+from nvcc_opt.search.structure import launch_shapes, statement_text
+
+if TYPE_CHECKING:
+    from nvcc_opt.search.transforms import Facts
+
+TILES = (8, 16, 32)
+INDEX = {
+    "y": {"blockIdx.y*blockDim.y+threadIdx.y", "threadIdx.y+blockIdx.y*blockDim.y"},
+    "x": {"blockIdx.x*blockDim.x+threadIdx.x", "threadIdx.x+blockIdx.x*blockDim.x"},
+}
+
+
+@dataclass(frozen=True)
+class Product:
+    row: tree_sitter.Node  # the declaration of i
+    column: tree_sitter.Node  # the declaration of j
+    row_test: str  # `i < M`
+    column_test: str  # `j < N`
+    decls: list[tree_sitter.Node]
+    accumulator: str
+    kind: str  # its type
+    variable: str  # k
+    bound: str  # K
+    left: tuple[str, tree_sitter.Node]  # A, its index
+    right: tuple[str, tree_sitter.Node]  # B, its index
+    tail: list[tree_sitter.Node]
+
+
+def tile_matmul(code: str, facts: Facts) -> str | None:
+    source = Source(code)
+    shapes = launch_shapes(source)
+    edits = []
+    for kernel in source.kernels():
+        shape = shapes.get(kernel.name)
+        if shape is None or len(shape) != 2 or shape[0] != shape[1] or shape[0] not in TILES:
+            continue
+        product = _product(source, kernel)
+        if product is not None:
+            new = _tiled(source, product, shape[0])
+            edits.append(Edit(kernel.body.start_byte, kernel.body.end_byte, new))
+    return edited(code, source, edits)
+
+
+def _squeeze(text: str) -> str:
+    return "".join(text.split())
+
+
+def _index_of(source: Source, node: tree_sitter.Node, axis: str) -> str | None:
+    """The name `node` declares when it is `int name = <global index along axis>;`."""
+    if node.type != "declaration":
+        return None
+    declarator = node.child_by_field_name("declarator")
+    value = None if declarator is None else declarator.child_by_field_name("value")
+    name = None if declarator is None else declarator.child_by_field_name("declarator")
+    if value is None or name is None or _squeeze(source.text(value)) not in INDEX[axis]:
+        return None
+    return source.text(name)
+
+
+def _product(source: Source, kernel: Kernel) -> Product | None:
+    body = [c for c in kernel.body.named_children if c.type != "comment"]
+    if len(body) != 3 or "__shared__" in source.text(kernel.body):
+        return None
+    row, column = _index_of(source, body[0], "y"), _index_of(source, body[1], "x")
+    builtins = ("threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads")
+    used = [n for n in walk(kernel.body) if n.type == "identifier" and source.text(n) in builtins]
+    if row is None or column is None or len(used) != 6:
+        return None
+    tests = _tests(source, body[2], row, column)
+    if tests is None:
+        return None
+    row_test, column_test, inner = tests
+    loops = [n for n, s in enumerate(inner) if s.type == "for_statement"]
+    if len(loops) != 1:
+        return None
+    decls, loop, tail = inner[: loops[0]], inner[loops[0]], inner[loops[0] + 1 :]
+    if not tail or any(d.type != "declaration" for d in decls):
+        return None
+    if any(n.type in ("subscript_expression", "call_expression") for d in decls for n in walk(d)):
+        return None  # every thread runs them now, also those past the edge
+    found = _loop(source, loop, row, column)
+    if found is None:
+        return None
+    variable, bound, accumulator, left, right = found
+    kind = _declared_type(source, decls, accumulator)
+    if kind is None:
+        return None
+    return Product(
+        body[0], body[1], row_test, column_test, decls, accumulator, kind, variable, bound,
+        left, right, tail,
+    )  # fmt: skip
+
+
+def _tests(
+    source: Source, guard: tree_sitter.Node, row: str, column: str
+) -> tuple[str, str, list[tree_sitter.Node]] | None:
+    condition = guard.child_by_field_name("condition") if guard.type == "if_statement" else None
+    consequence = guard.child_by_field_name("consequence") if condition is not None else None
+    test = None if condition is None else condition.child_by_field_name("value")
+    if test is None or consequence is None or guard.child_by_field_name("alternative"):
+        return None
+    operator = test.child_by_field_name("operator") if test.type == "binary_expression" else None
+    if operator is None or source.text(operator) != "&&":
+        return None
+    parts = [test.child_by_field_name("left"), test.child_by_field_name("right")]
+    by_name: dict[str, str] = {}
+    for part in parts:
+        left = part.child_by_field_name("left") if part is not None else None
+        compare = part.child_by_field_name("operator") if part is not None else None
+        if part is None or left is None or compare is None or source.text(compare) != "<":
+            return None
+        by_name[source.text(left)] = source.text(part)
+    if set(by_name) != {row, column}:
+        return None
+    inner = [c for c in consequence.named_children if c.type != "comment"]
+    if consequence.type != "compound_statement":
+        return None
+    return by_name[row], by_name[column], inner
+
+
+def _loop(
+    source: Source, loop: tree_sitter.Node, row: str, column: str
+) -> tuple[str, str, str, tuple[str, tree_sitter.Node], tuple[str, tree_sitter.Node]] | None:
+    init = loop.child_by_field_name("initializer")
+    condition = loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    body = loop.child_by_field_name("body")
+    if init is None or condition is None or update is None or body is None:
+        return None
+    match = re.fullmatch(r"int(\w+)=0;?", _squeeze(source.text(init)))
+    if match is None or condition.type != "binary_expression":
+        return None
+    variable = match.group(1)
+    if _squeeze(source.text(update)) not in (f"++{variable}", f"{variable}++", f"{variable}+=1"):
+        return None
+    left = condition.child_by_field_name("left")
+    compare = condition.child_by_field_name("operator")
+    bound = condition.child_by_field_name("right")
+    if left is None or compare is None or bound is None or source.text(left) != variable:
+        return None
+    if source.text(compare) != "<" or identifiers(source, bound) & {row, column, variable}:
+        return None
+    statements = [c for c in body.named_children if c.type != "comment"]
+    statement = body if body.type == "expression_statement" else None
+    if body.type == "compound_statement" and len(statements) == 1:
+        statement = statements[0]
+    expression = statement.named_children[0] if statement is not None else None
+    if expression is None or expression.type != "assignment_expression":
+        return None
+    target = expression.child_by_field_name("left")
+    plus = expression.child_by_field_name("operator")
+    value = expression.child_by_field_name("right")
+    if target is None or plus is None or value is None or source.text(plus) != "+=":
+        return None
+    factors = _factors(value)
+    if target.type != "identifier" or factors is None:
+        return None
+    reads = []
+    for factor in factors:
+        base = factor.child_by_field_name("argument")
+        indices = factor.child_by_field_name("indices")
+        index = (
+            indices.named_children[0] if indices is not None and indices.named_children else None
+        )
+        if base is None or index is None or base.type != "identifier":
+            return None
+        reads.append((source.text(base), index))
+    (a, a_index), (b, b_index) = reads
+    if _uses(source, a_index, column) or _uses(source, b_index, row):
+        a, a_index, b, b_index = b, b_index, a, a_index  # B[k][j] * A[i][k]
+    if _uses(source, a_index, column) or _uses(source, b_index, row):
+        return None
+    if not (_uses(source, a_index, variable) and _uses(source, b_index, variable)):
+        return None
+    return variable, source.text(bound), source.text(target), (a, a_index), (b, b_index)
+
+
+def _factors(value: tree_sitter.Node) -> list[tree_sitter.Node] | None:
+    if value.type != "binary_expression" or value.child_by_field_name("operator") is None:
+        return None
+    operator = value.child_by_field_name("operator")
+    left, right = value.child_by_field_name("left"), value.child_by_field_name("right")
+    if operator is None or operator.text != b"*" or left is None or right is None:
+        return None
+    if left.type != "subscript_expression" or right.type != "subscript_expression":
+        return None
+    return [left, right]
+
+
+def _uses(source: Source, node: tree_sitter.Node, name: str) -> bool:
+    return name in identifiers(source, node)
+
+
+def _declared_type(source: Source, decls: list[tree_sitter.Node], name: str) -> str | None:
+    for decl in decls:
+        for declarator in decl.children_by_field_name("declarator"):
+            declared = declarator.child_by_field_name("declarator")
+            value = declarator.child_by_field_name("value")
+            if declared is not None and source.text(declared) == name and value is not None:
+                kind = decl.child_by_field_name("type")
+                return None if kind is None else source.text(kind)
+    return None
+
+
+def _replace(source: Source, node: tree_sitter.Node, name: str, by: str) -> str:
+    """`node`'s text with every identifier `name` replaced by `by`."""
+    data = source.data[node.start_byte : node.end_byte]
+    for ident in sorted(
+        (n for n in walk(node) if n.type == "identifier" and source.text(n) == name),
+        key=lambda n: -n.start_byte,
+    ):
+        start, end = ident.start_byte - node.start_byte, ident.end_byte - node.start_byte
+        data = data[:start] + by.encode() + data[end:]
+    return data.decode("utf-8")
+
+
+def _tiled(source: Source, p: Product, tile: int) -> bytes:
+    unit = indentation(source, p.row).decode() or "  "
+    k = p.variable
+    (a, a_index), (b, b_index) = p.left, p.right
+    a_at = _replace(source, a_index, k, "nvcc_opt_ka")
+    b_at = _replace(source, b_index, k, "nvcc_opt_kb")
+    zero = f"({p.kind})0"
+    lines = [
+        source.text(p.row),
+        source.text(p.column),
+        f"// {tile} x {tile} tiles of {a} and {b} in shared memory, loaded by the whole block",
+        f"__shared__ {p.kind} nvcc_opt_{a}_tile[{tile}][{tile}];",
+        f"__shared__ {p.kind} nvcc_opt_{b}_tile[{tile}][{tile}];",
+        *[statement_text(source, d) for d in p.decls],
+        f"for (int nvcc_opt_k0 = 0; nvcc_opt_k0 < {p.bound}; nvcc_opt_k0 += {tile}) {{",
+        f"{unit}const int nvcc_opt_ka = nvcc_opt_k0 + threadIdx.x;",
+        f"{unit}const int nvcc_opt_kb = nvcc_opt_k0 + threadIdx.y;",
+        f"{unit}nvcc_opt_{a}_tile[threadIdx.y][threadIdx.x] ="
+        f" ({p.row_test} && nvcc_opt_ka < {p.bound}) ? {a}[{a_at}] : {zero};",
+        f"{unit}nvcc_opt_{b}_tile[threadIdx.y][threadIdx.x] ="
+        f" (nvcc_opt_kb < {p.bound} && {p.column_test}) ? {b}[{b_at}] : {zero};",
+        f"{unit}__syncthreads();",
+        f"{unit}#pragma unroll",
+        f"{unit}for (int {k} = 0; {k} < {tile}; ++{k})",
+        f"{unit * 2}{p.accumulator} += nvcc_opt_{a}_tile[threadIdx.y][{k}]"
+        f" * nvcc_opt_{b}_tile[{k}][threadIdx.x];",
+        f"{unit}__syncthreads();",
+        "}",
+        f"if ({p.row_test} && {p.column_test}) {{",
+        *[
+            "\n".join(unit + line if line else "" for line in statement_text(source, t).split("\n"))
+            for t in p.tail
+        ],
+        "}",
+    ]
+    text = "\n".join("\n".join(unit + x if x else "" for x in line.split("\n")) for line in lines)
+    return ("{\n" + text + "\n}").encode()
