@@ -4,7 +4,8 @@
 #   2. the example end to end: build through nvcc-opt, import, verify, accept, rebuild, run;
 #   3. benchmark_code's noise behaviour (benchmarks/benchmark_code_noise.py), at the example's
 #      full size (2^24 elements, 400 repetitions) and [run] repeats (10 pairs) unless overridden;
-#   4. (PARTS=suite) `nvcc-opt bench suite --model search` on SUITE_ONLY apps (default: all).
+#   4. (PARTS=suite) `nvcc-opt bench suite --model search` on SUITE_ONLY apps (default: all), its
+#      traces packed into suite/traces.tar.gz (merge the slices' reports with `nvcc-opt bench merge`).
 # Wheels the machine lacks travel in .whl/ (see the device notes in benchmarks/README.md).
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
@@ -68,5 +69,15 @@ if want suite; then
   step "the kernel suite with the search policy"
   timeout "${SUITE_S:-560}" python3 -m nvcc_opt.bench_cli suite --model "${SUITE_MODEL:-search}" \
     --out "$OUT/suite" --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90 ${SUITE_ONLY:+--only $SUITE_ONLY} 2>&1 | tail -60
+  # Only files at most 2 folders below $OUT come back: every run's traces go into one archive
+  # (paths relative to the bench's work folder, as the report's "trace" fields name them), and
+  # the work trees go, leaving $OUT/suite with the .json, the .md and traces.tar.gz.
+  for work in "$OUT"/suite/work/*/; do
+    [ -d "$work" ] || continue  # the bench stopped before it made one
+    (cd "$work" && find . -path './*/run-*/state/traces/*.json' | sed 's|^\./||' | sort) >/tmp/traces.txt
+    tar -czf "$OUT/suite/traces.tar.gz" -C "$work" -T /tmp/traces.txt
+    echo "traces: $(wc -l </tmp/traces.txt) files in $OUT/suite/traces.tar.gz"
+  done
+  rm -rf "$OUT/suite/work"
 fi
 step done

@@ -1,4 +1,5 @@
-"""`nvcc-opt bench suite`: the optimizer on every kernel of the suite, as a results table."""
+"""`nvcc-opt bench suite`: the optimizer on every kernel of the suite, as a results table;
+`nvcc-opt bench merge`: one table from the reports of several sessions' slices of the suite."""
 
 from __future__ import annotations
 
@@ -7,15 +8,9 @@ from pathlib import Path
 import click
 
 from nvcc_opt.agent.backends import BACKENDS, SPEC_FORMS
-from nvcc_opt.suite_bench import (
-    Options,
-    SuiteError,
-    command_line,
-    find_apps,
-    render_markdown,
-    run_suite,
-    write_report,
-)
+from nvcc_opt.suite_bench import Options, SuiteError, find_apps, run_suite
+from nvcc_opt.suite_merge import MergeError, merge_reports
+from nvcc_opt.suite_report import Report, command_line, render_markdown, write_report
 from nvcc_opt.tools.catalog import launcher_path
 
 
@@ -108,7 +103,32 @@ def suite(
         report = run_suite(options, echo=lambda message: click.echo(message, err=True))
     except SuiteError as exc:
         raise click.ClickException(str(exc)) from exc
-    json_path, md_path = write_report(report, options.out)
+    _write(report, options.out)
+
+
+@bench.command("merge")
+@click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("benchmarks/results"),
+    show_default=True,
+    help="Where the merged .json and .md go.",
+)
+def merge(reports: tuple[Path, ...], out: Path) -> None:
+    """Merge suite REPORTS (JSON, same model spec) into OUT/suite-merged-DATE-MODEL.json and
+    .md: a later file's row replaces an earlier file's for the same app and kernel; the overall
+    numbers and targets are recomputed as the suite computes them; the sources are listed."""
+    try:
+        report = merge_reports(reports, out.resolve(), command_line())
+    except MergeError as exc:
+        raise click.ClickException(str(exc)) from exc
+    _write(report, out.resolve())
+
+
+def _write(report: Report, out: Path) -> None:
+    """The report's files, its Markdown on stdout, their paths on stderr."""
+    json_path, md_path = write_report(report, out)
     click.echo(render_markdown(report))
     click.echo(f"written: {json_path}\nwritten: {md_path}", err=True)
 

@@ -48,6 +48,7 @@ class RegionResult:
     trace: str
     baseline_ms: float | None = None  # the run script's time before, as the prompt gave it
     wall_s: float = 0.0  # baseline, agent and final verification together
+    explanation: str = ""  # the final answer's, also when the original is kept; "" without one
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "reasons": list(self.reasons)}
@@ -111,6 +112,7 @@ def optimize_region(
         return RegionResult(
             str(region.file), region.name, outcome.reason, status, rewrite_id, speedup, reasons,
             str(trace_path), base_ms, time.monotonic() - started,
+            answer.explanation if answer is not None else "",
         )  # fmt: skip
 
     if answer is None:

@@ -2,69 +2,59 @@
 
 Each run of an app works on a private copy of it (`<out>/work/<report>/<app>/run-<i>/`, with the
 suite's shared folders such as `common/` beside it): a fresh build tree configured with nvcc-opt
-as the CUDA launcher, a fresh store (`NVCC_OPT_STORE`), then `nvcc-opt optimize --json --seed i`
-as a subprocess. Neither the suite's folders nor the user's
-store are touched. An app that fails (configure, build, optimize crash, timeout) becomes rows with
-an "error: ..." verdict and the bench goes on.
+as the CUDA launcher, a fresh store (`NVCC_OPT_STORE`, so the traces land in
+`<app>/run-<i>/state/traces/`), then `nvcc-opt optimize --json --seed i` as a subprocess. Neither
+the suite's folders nor the user's store are touched. An app that fails (configure, build,
+optimize crash, timeout) becomes rows with an "error: ..." verdict and the bench goes on.
 
-A kernel is one tagged region of an app (found by scanning its .cu files, so a region that was
-never optimized still counts). Its best verified speedup is the best proposed rewrite's over the
-runs; a kept original (or an error) counts as 1.0. "Improved" means a proposed rewrite at least
-`IMPROVED_AT` faster: only a significant speedup is ever proposed (see verify/stats.py). A "wrong
-final" is a final answer the independent verification rejected as incorrect (`WRONG_CODES`): a
-build failure, a guard or "no improvement" is not wrong.
+This module runs things and reads what they left (optimize's JSON, the traces); the rows, the
+summary and the files are `suite_report`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import re
-import shlex
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
-import sys
 import threading
 import time
 import tomllib
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from nvcc_opt.agent.trace import TraceError, load_trace
 from nvcc_opt.config import ConfigError, load
 from nvcc_opt.config.model import Settings
 from nvcc_opt.paths import CONFIG_NAME
 from nvcc_opt.regions.scan import scan
-from nvcc_opt.store.api import Store, StoreError
+from nvcc_opt.suite_report import (
+    PROPOSED,
+    REASON_CHARS,
+    AppRun,
+    Kernel,
+    KernelRun,
+    Report,
+    Tried,
+    classify,
+    first_line,
+    free_stem,
+    model_slug,
+    rows_for,
+    short_reason,
+    summarize,
+)
+from nvcc_opt.tools.bench import Measured, read_benchmark
 
-IMPROVED_AT = 1.05
-TARGET_SHARE = 0.60
-TARGET_WALL_S = 300.0
-PROPOSED = "proposed"  # RegionResult.status values (nvcc_opt.optimize; not imported: heavy)
-KEPT = "original kept"
-# Reason codes (the word before ":") that mean the final answer was incorrect: verify/checks.py's
-# check failures, then verify/final.py's fresh inputs and sanitizer findings.
-WRONG_CODES = frozenset(
-    {
-        "timed_out", "exit_status", "missing", "forbidden", "numbers_none", "numbers_count",
-        "numbers_differ", "nonfinite", "zeros", "file_missing", "file_text_differs",
-        "file_differs", "check_failed", "fresh_inputs", "sanitizer_memcheck",
-        "sanitizer_racecheck",
-    }
-)  # fmt: skip
-APP_ROW = "(app)"  # the row of an app without a tagged region found
-REASON_CHARS = 160
-CHANGED_CHARS = 100
 GRACE_S = 30.0  # after SIGINT at a timeout, before SIGKILL: optimize prints what it verified
-_CODE = re.compile(r"^\s*([A-Za-z_]+)")
 _CANNOT = re.compile(r"^\[(?P<region>[^\]\s]+)(?: gpu [^\]]*)?\] cannot optimize: (?P<why>.*)$")
 
 
@@ -85,317 +75,6 @@ class Options:
     timeout_s: float | None = None  # per optimize call; default from the regions and --time
     launcher: str = "nvcc-opt"
     command_line: str = ""
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """One tagged region of an app; `file` is relative to the app folder."""
-
-    app: str
-    file: str
-    region: str
-
-
-@dataclass(frozen=True)
-class KernelRun:
-    """One region's result in one run (a RegionResult, plus the rewrite's explanation)."""
-
-    app: str
-    file: str
-    region: str
-    run: int
-    status: str  # PROPOSED, KEPT or "error"
-    speedup: float = 1.0
-    baseline_ms: float | None = None
-    wall_s: float | None = None
-    stopped: str = ""
-    reasons: tuple[str, ...] = ()
-    explanation: str = ""
-    outcome: str = ""  # classify()
-
-
-@dataclass(frozen=True)
-class AppRun:
-    app: str
-    run: int
-    kernels: tuple[KernelRun, ...]
-    error: str | None  # "configure failed: ...", None when optimize ran to the end
-    wall_s: float
-    work: str
-
-
-@dataclass(frozen=True)
-class KernelRow:
-    app: str
-    file: str
-    region: str
-    baseline_ms: float | None
-    best_speedup: float
-    improved: bool
-    changed: str
-    wall_s: float | None  # median over the runs that reached the region
-    verdict: str
-    runs: int
-    proposed: int
-    wrong_finals: int
-    errors: int
-
-
-@dataclass(frozen=True)
-class Overall:
-    kernels: int
-    improved: int
-    share_improved: float
-    geomean_speedup: float
-    wrong_finals: int
-    median_wall_s: float | None
-    failed_runs: int
-    targets: dict[str, bool]
-
-
-@dataclass(frozen=True)
-class Report:
-    model: str
-    date: str
-    started_at: str
-    command: str
-    machine: dict[str, str]
-    options: dict[str, Any]
-    rows: tuple[KernelRow, ...]
-    overall: Overall
-    runs: tuple[AppRun, ...] = field(default=())
-    wall_s: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-# --- pure: classification and summary ------------------------------------------------------
-
-
-def reason_code(reason: str) -> str:
-    """The word a reason starts with ("fresh_inputs --seed 9: ..." -> "fresh_inputs")."""
-    found = _CODE.match(reason)
-    return found.group(1) if found else ""
-
-
-def is_wrong(reasons: Iterable[str]) -> bool:
-    """Whether the verification rejected the final answer as incorrect."""
-    return any(reason_code(r) in WRONG_CODES for r in reasons)
-
-
-def classify(status: str, reasons: Sequence[str]) -> str:
-    """What became of one final answer: proposed, wrong final, guard, build failed, held for
-    review, no answer, no improvement, or error."""
-    if status == PROPOSED:
-        return "proposed"
-    if status != KEPT:
-        return "error"
-    codes = [reason_code(r) for r in reasons]
-    if is_wrong(reasons):
-        return "wrong final"
-    if any(c.startswith("guard_") for c in codes):
-        return "guard"
-    if "build_failed" in codes:
-        return "build failed"
-    if "ceiling" in codes:
-        return "held for review"
-    if any(r.startswith("no final answer") for r in reasons):
-        return "no answer"
-    return "no improvement"
-
-
-def geomean(values: Sequence[float]) -> float:
-    """Geometric mean; 1.0 for none (nothing improved, nothing lost)."""
-    if not values:
-        return 1.0
-    if any(v <= 0 for v in values):
-        raise ValueError("geometric mean of a non-positive value")
-    return math.exp(sum(math.log(v) for v in values) / len(values))
-
-
-def first_line(text: str, limit: int = CHANGED_CHARS) -> str:
-    """The first non-blank line, trimmed to `limit` characters with an ellipsis."""
-    line = next((s.strip() for s in text.splitlines() if s.strip()), "")
-    return line if len(line) <= limit else line[: limit - 3].rstrip() + "..."
-
-
-def short_reason(log: str, limit: int = REASON_CHARS) -> str:
-    """The first line naming an error (with the next line when it ends in ":", as CMake's
-    "CMake Error at CMakeLists.txt:3 (message):" does), else the last line of a log."""
-    lines = [s.strip() for s in log.splitlines() if s.strip()]
-    if not lines:
-        return "(no output)"
-    at = next((i for i, s in enumerate(lines) if "error" in s.lower()), None)
-    if at is None:
-        return first_line(lines[-1], limit)
-    line = lines[at]
-    if line.endswith(":") and at + 1 < len(lines):
-        line += " " + lines[at + 1]
-    return first_line(line, limit)
-
-
-def summarize_kernel(kernel: Kernel, runs: Sequence[KernelRun], n_runs: int) -> KernelRow:
-    """One row of the table from this kernel's results over the runs."""
-    done = [r for r in runs if r.status != "error"]
-    failed = [r for r in runs if r.status == "error"]
-    proposed = [r for r in done if r.status == PROPOSED]
-    best = max(proposed, key=lambda r: r.speedup, default=None)
-    speedup = best.speedup if best is not None else 1.0
-    improved = speedup >= IMPROVED_AT
-    wrong = sum(1 for r in done if r.outcome == "wrong final")
-    walls = [r.wall_s for r in done if r.wall_s is not None]
-    baselines = [r.baseline_ms for r in runs if r.baseline_ms is not None]
-    if improved:
-        verdict = "improved"
-    elif best is not None:
-        verdict = f"proposed, below {IMPROVED_AT - 1:.0%}"
-    elif done:
-        verdict = "kept: " + ", ".join(dict.fromkeys(_outcome(r) for r in done))
-    else:
-        why = failed[0].reasons[0] if failed and failed[0].reasons else "not run"
-        verdict = f"error: {why}"
-    if wrong and "wrong final" not in verdict:
-        verdict += f" ({wrong} wrong final{'s' if wrong > 1 else ''})"
-    if failed and done:
-        why = failed[0].reasons[0] if failed[0].reasons else "failed"
-        verdict += f" ({len(failed)} of {n_runs} runs failed: {why})"
-    return KernelRow(
-        app=kernel.app,
-        file=kernel.file,
-        region=kernel.region,
-        baseline_ms=statistics.median(baselines) if baselines else None,
-        best_speedup=speedup,
-        improved=improved,
-        changed=first_line(best.explanation) if best is not None else "",
-        wall_s=statistics.median(walls) if walls else None,
-        verdict=verdict,
-        runs=n_runs,
-        proposed=len(proposed),
-        wrong_finals=wrong,
-        errors=len(failed),
-    )
-
-
-def _outcome(run: KernelRun) -> str:
-    """The outcome, with the reason's code where it says what was wrong ("wrong final
-    (numbers_differ)")."""
-    if run.outcome == "no answer" and run.stopped:
-        return f"no answer ({run.stopped})"
-    if run.outcome not in ("wrong final", "guard", "build failed"):
-        return run.outcome
-    codes = [reason_code(r) for r in run.reasons]
-    code = next((c for c in codes if c in WRONG_CODES or c.startswith("guard_")), "")
-    return f"{run.outcome} ({code})" if code and code != run.outcome else run.outcome
-
-
-def summarize(rows: Sequence[KernelRow], failed_runs: int = 0) -> Overall:
-    """The share improved, the geometric mean speedup (kept = 1.0), wrong finals, the median
-    wall time per kernel, and whether the targets are met."""
-    improved = sum(1 for r in rows if r.improved)
-    share = improved / len(rows) if rows else 0.0
-    walls = [r.wall_s for r in rows if r.wall_s is not None]
-    median_wall = statistics.median(walls) if walls else None
-    wrong = sum(r.wrong_finals for r in rows)
-    targets = {
-        f"improved share >= {TARGET_SHARE:.0%}": bool(rows) and share >= TARGET_SHARE,
-        f"median wall time per kernel <= {TARGET_WALL_S:g} s": (
-            median_wall is not None and median_wall <= TARGET_WALL_S
-        ),
-        "no wrong finals": wrong == 0,
-    }
-    return Overall(
-        kernels=len(rows),
-        improved=improved,
-        share_improved=share,
-        geomean_speedup=geomean([r.best_speedup for r in rows]),
-        wrong_finals=wrong,
-        median_wall_s=median_wall,
-        failed_runs=failed_runs,
-        targets=targets,
-    )
-
-
-def rows_for(kernels: Sequence[Kernel], runs: Sequence[AppRun], n_runs: int) -> list[KernelRow]:
-    """A row per kernel (the scanned ones first, in order, then any a run named that the scan
-    did not find); an app run that failed counts as an error for each of its kernels it did not
-    reach."""
-    order = list(kernels)
-    for app_run in runs:
-        for k in app_run.kernels:
-            key = Kernel(k.app, k.file, k.region)
-            if key not in order:
-                order.append(key)
-        if not any(key.app == app_run.app for key in order):  # nothing tagged was found
-            order.append(Kernel(app_run.app, "", APP_ROW))
-    by_kernel: dict[Kernel, list[KernelRun]] = {k: [] for k in order}
-    for app_run in runs:
-        reached = set()
-        for k in app_run.kernels:
-            key = Kernel(k.app, k.file, k.region)
-            by_kernel[key].append(k)
-            reached.add(key)
-        for key in order:
-            if key.app == app_run.app and key not in reached:
-                why = app_run.error or "not optimized: the build did not record this region"
-                by_kernel[key].append(KernelRun(key.app, key.file, key.region, app_run.run,
-                                                "error", reasons=(why,)))  # fmt: skip
-    return [summarize_kernel(k, by_kernel[k], n_runs) for k in order]
-
-
-def model_slug(spec: str) -> str:
-    """A file-name-safe name for a model spec, without its URL ("openai:org/M@http://..." ->
-    "openai-M")."""
-    head = spec.split("@", 1)[0].split("?", 1)[0]
-    kind, _, rest = head.partition(":")
-    rest = rest.split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{kind}-{rest}" if rest else kind).strip("-.")
-    return slug or "model"
-
-
-def _cell(value: object) -> str:
-    text = "" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _num(value: float | None, digits: int = 2, suffix: str = "") -> str:
-    return "-" if value is None else f"{value:.{digits}f}{suffix}"
-
-
-def render_markdown(report: Report) -> str:
-    """The table and the overall numbers, as Markdown."""
-    o = report.overall
-    lines = [
-        f"# nvcc-opt bench suite: {report.model}",
-        "",
-        f"- date: {report.started_at}",
-        f"- command: `{report.command}`",
-        f"- machine: {', '.join(f'{k}: {v}' for k, v in report.machine.items())}",
-        f"- runs per app: {report.options.get('runs', 1)}; total wall time {report.wall_s:.0f} s",
-        "",
-        "| app | kernel | baseline ms | best speedup | improved | what changed | wall s "
-        "| verdict |",
-        "|---|---|---:|---:|---|---|---:|---|",
-    ]
-    for r in report.rows:
-        cells = [
-            r.app, r.region, _num(r.baseline_ms, 3), _num(r.best_speedup, 3, "x"),
-            "yes" if r.improved else "no", r.changed, _num(r.wall_s, 1), r.verdict,
-        ]  # fmt: skip
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    met = ", ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in o.targets.items())
-    lines += [
-        "",
-        f"**Overall**: {o.improved} of {o.kernels} kernels improved by >= "
-        f"{IMPROVED_AT - 1:.0%} with significance ({o.share_improved:.1%}); geometric mean "
-        f"speedup {o.geomean_speedup:.3f}x (original kept = 1.0); wrong finals: "
-        f"{o.wrong_finals}; median wall time per kernel: {_num(o.median_wall_s, 1, ' s')}; "
-        f"failed app runs: {o.failed_runs}.",
-        "",
-        f"Targets: {met}.",
-        "",
-    ]
-    return "\n".join(lines)
 
 
 # --- parsing optimize's output -------------------------------------------------------------
@@ -430,21 +109,19 @@ def relative_to(path: str, root: Path) -> str:
 
 
 def kernel_runs(
-    app: str,
-    run: int,
-    results: Sequence[dict[str, Any]],
-    root: Path,
-    explanations: dict[int, str],
+    app: str, run: int, results: Sequence[dict[str, Any]], root: Path, base: Path
 ) -> list[KernelRun]:
-    """optimize's RegionResult dicts as KernelRuns."""
+    """optimize's RegionResult dicts as KernelRuns, each with what its trace says was tried (the
+    trace's path written relative to the report's work folder `base`, as traces.tar.gz holds
+    it)."""
     found = []
     for d in results:
         status = str(d.get("status", ""))
         reasons = tuple(str(r) for r in d.get("reasons") or ())
-        stopped = str(d.get("stopped", ""))
-        rewrite_id = d.get("rewrite_id")
         baseline = d.get("baseline_ms")
         wall = d.get("wall_s")
+        trace = str(d.get("trace") or "")
+        tried, unreadable = read_tried(Path(trace), run) if trace else ((), "no trace path")
         found.append(
             KernelRun(
                 app=app,
@@ -455,13 +132,62 @@ def kernel_runs(
                 speedup=float(d.get("speedup") or 1.0) if status == PROPOSED else 1.0,
                 baseline_ms=float(baseline) if isinstance(baseline, int | float) else None,
                 wall_s=float(wall) if isinstance(wall, int | float) else None,
-                stopped=stopped,
+                stopped=str(d.get("stopped", "")),
                 reasons=reasons,
-                explanation=explanations.get(rewrite_id, "") if isinstance(rewrite_id, int) else "",
+                explanation=str(d.get("explanation") or ""),
                 outcome=classify(status, reasons),
+                trace=relative_to(trace, base) if trace else "",
+                tried=tried,
+                trace_error=unreadable,
             )
         )
     return found
+
+
+def read_tried(path: Path, run: int) -> tuple[tuple[Tried, ...], str]:
+    """Every benchmark_code call in the trace at `path`, in order, and "" ; or nothing and why
+    the trace cannot be read (a report says so rather than failing)."""
+    try:
+        steps = load_trace(path).steps
+        tried = tuple(
+            _tried(step, call, run)
+            for step in steps
+            for call in step.get("calls") or ()
+            if call.get("name") == "benchmark_code"
+        )
+    except TraceError as exc:
+        return (), first_line(str(exc), REASON_CHARS)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        return (), first_line(
+            f"{path}: malformed trace ({type(exc).__name__}: {exc})", REASON_CHARS
+        )
+    return tried, ""
+
+
+def _tried(step: dict[str, Any], call: dict[str, Any], run: int) -> Tried:
+    """One benchmark_code call: the text the model sent with it, its compile_args, and the
+    observation read back by benchmark_code's own reader."""
+    arguments = call.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            arguments = None
+    flags = arguments.get("compile_args") if isinstance(arguments, dict) else None
+    result = call.get("result")
+    measured = (
+        read_benchmark(result)
+        if isinstance(result, str)
+        else Measured("unfinished", 1.0, "the call did not return (the run was stopped)")
+    )
+    return Tried(
+        run=run,
+        what=first_line(str(step.get("text") or "")),
+        compile_args=tuple(str(f) for f in flags) if isinstance(flags, list) else (),
+        verdict=measured.verdict,
+        speedup=measured.speedup,
+        why=measured.why,
+    )
 
 
 # --- I/O: apps, builds, runs ---------------------------------------------------------------
@@ -623,24 +349,13 @@ def optimize_timeout(options: Options, regions: int) -> float:
     return max(1, regions) * ((options.time_s if options.time_s is not None else 3600.0) + 900.0)
 
 
-def explanations(store: Path, ids: Iterable[int]) -> dict[int, str]:
-    """The stored explanation of each rewrite id ("" when it cannot be read)."""
-    wanted = set(ids)
-    if not wanted or not store.is_file():
-        return {}
-    try:
-        with Store.open(store) as opened:
-            return {r.id: r.explanation for r in opened.rewrites() if r.id in wanted}
-    except StoreError:
-        return {}
-
-
 def run_app(
-    app: Path, run: int, options: Options, work: Path, say: Callable[[str], None]
+    app: Path, run: int, options: Options, base: Path, say: Callable[[str], None]
 ) -> AppRun:
-    """One run of one app in `work` (a copy, its build tree, its store). Never raises for the
-    app's own failures: they become `error`."""
+    """One run of one app in `base/<app>/run-<run>` (a copy, its build tree, its store; `base` is
+    the report's work folder). Never raises for the app's own failures: they become `error`."""
     started = time.monotonic()
+    work = base / app.name / f"run-{run}"
     work.mkdir(parents=True, exist_ok=True)
 
     def failed(why: str, kernels: Sequence[KernelRun] = ()) -> AppRun:
@@ -693,8 +408,7 @@ def run_app(
         on_line=_until_json(say),
     )
     results, cannot = parse_optimize_output(ran.stdout)
-    ids = [d["rewrite_id"] for d in results or () if isinstance(d.get("rewrite_id"), int)]
-    kernels = kernel_runs(app.name, run, results or (), root, explanations(store, ids))
+    kernels = kernel_runs(app.name, run, results or (), root, base)
     reached = {k.region for k in kernels}
     for region, why in cannot.items():
         if region not in reached:
@@ -778,16 +492,6 @@ def report_name(options: Options, date: str) -> str:
     return f"suite-{date}-{model_slug(options.spec)}"
 
 
-def free_stem(out: Path, name: str) -> str:
-    """`name`, or `name-2`, `-3`... so that an earlier report of the same day is never
-    overwritten."""
-    stem, n = name, 1
-    while (out / f"{stem}.json").exists() or (out / f"{stem}.md").exists():
-        n += 1
-        stem = f"{name}-{n}"
-    return stem
-
-
 def run_suite(options: Options, echo: Callable[[str], None] = lambda _: None) -> Report:
     """Every app, every run, then the table."""
     apps = find_apps(options.suite, options.only)
@@ -805,7 +509,7 @@ def run_suite(options: Options, echo: Callable[[str], None] = lambda _: None) ->
             kernels += app_kernels(app)
         for run in range(1, options.runs + 1):
             say = _prefixed(echo, f"[{app.name} run {run}/{options.runs}]")
-            runs.append(run_app(app, run, options, work / app.name / f"run-{run}", say))
+            runs.append(run_app(app, run, options, work, say))
     rows = rows_for(kernels, runs, options.runs)
     return Report(
         model=options.spec,
@@ -834,24 +538,3 @@ def run_suite(options: Options, echo: Callable[[str], None] = lambda _: None) ->
 
 def _prefixed(echo: Callable[[str], None], label: str) -> Callable[[str], None]:
     return lambda message: echo(f"{label} {message}")
-
-
-def write_report(report: Report, out: Path) -> tuple[Path, Path]:
-    """`<out>/<stem>.json` and `.md`; returns their paths."""
-    stem = str(report.options.get("stem") or free_stem(out, f"suite-{report.date}"))
-    out.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = out / f"{stem}.json", out / f"{stem}.md"
-    json_path.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
-    md_path.write_text(render_markdown(report), encoding="utf-8")
-    return json_path, md_path
-
-
-def command_line(argv: Sequence[str] | None = None) -> str:
-    """The command as typed, from `nvcc-opt` on (run any other way, e.g. `python -c` or
-    `python -m nvcc_opt.bench_cli`, its program is written as the `nvcc-opt bench` it stands
-    for)."""
-    args = list(sys.argv if argv is None else argv)
-    if not args:
-        return ""
-    head = [Path(args[0]).name] if Path(args[0]).name == "nvcc-opt" else ["nvcc-opt", "bench"]
-    return shlex.join([*head, *args[1:]])

@@ -14,8 +14,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from nvcc_opt.agent.loop import Agent, Limits
+from nvcc_opt.agent.model import Reply, ToolCall
+from nvcc_opt.agent.scripted import ScriptedModel
+from nvcc_opt.agent.trace import TraceWriter
 from nvcc_opt.bench_cli import bench
 from nvcc_opt.suite_bench import (
+    find_apps,
+    kernel_runs,
+    parse_optimize_output,
+    read_tried,
+    run_streaming,
+)
+from nvcc_opt.suite_report import (
     APP_ROW,
     KEPT,
     PROPOSED,
@@ -24,22 +35,24 @@ from nvcc_opt.suite_bench import (
     KernelRow,
     KernelRun,
     Report,
+    Tried,
     classify,
     command_line,
-    find_apps,
     geomean,
     is_wrong,
     model_slug,
-    parse_optimize_output,
     render_markdown,
     rows_for,
-    run_streaming,
     short_reason,
     summarize,
     summarize_kernel,
 )
+from nvcc_opt.tools.bench import describe
+from nvcc_opt.tools.schema import Toolbox, tool
+from nvcc_opt.verify import stats
+from nvcc_opt.verify.verdict import Verdict
 from tests.conftest import needs_nvcc
-from tests.openai_server import Step, completion, scripted_server
+from tests.openai_server import Step, call, completion, scripted_server
 
 MINI = Path(__file__).parent / "fixtures" / "suite_mini"
 
@@ -272,6 +285,105 @@ def test_a_run_past_its_timeout_is_interrupted_and_what_it_printed_is_kept(tmp_p
     assert time.monotonic() - started < 15
 
 
+# --- what was tried: the traces ----------------------------------------------------------
+
+
+class Bench:
+    """benchmark_code answering as the real one describes a verdict: faster, then rejected."""
+
+    def __init__(self) -> None:
+        base, cand = stats.summarize([2.0, 2.1, 2.0]), stats.summarize([1.6, 1.6, 1.7])
+        faster = stats.Comparison(base, cand, 1.25, 1.2, 1.3, 0.01, "faster", "faster")
+        self.verdicts = [
+            Verdict(True, True, faster, "improved", ("faster: 1.250x",)),
+            Verdict(True, False, None, "rejected", ("numbers_differ: checksum 1 vs 2",)),
+        ]
+
+    @tool
+    def benchmark_code(self, code: str, compile_args: list[str] | None = None) -> str:
+        """Time a candidate.
+
+        Args:
+            code: The region's new text.
+            compile_args: Extra nvcc flags.
+        """
+        return describe(self.verdicts.pop(0))
+
+
+def _bench_call(n: int, text: str, **arguments: object) -> Reply:
+    return Reply(text, (ToolCall(f"c{n}", "benchmark_code", json.dumps(arguments)),))
+
+
+def _trace(path: Path) -> Path:
+    """A trace written by the agent loop: two benchmark_code calls, then a final answer."""
+    model = ScriptedModel(
+        [
+            _bench_call(1, "Trying __restrict__ on x alone.\nMore words.", code="a"),
+            _bench_call(2, "Trying -use_fast_math alone.", code="b", compile_args=["-O3"]),
+            Reply(json.dumps({"final_code": "a", "explanation": "Kept __restrict__."})),
+        ]
+    )
+    toolbox = Toolbox.from_objects(Bench())
+    Agent(model, toolbox, ["benchmark_code"], Limits(), TraceWriter(path)).run("s", "u")
+    return path
+
+
+def test_what_was_tried_is_read_from_the_trace_the_loop_wrote(tmp_path: Path) -> None:
+    tried, unreadable = read_tried(_trace(tmp_path / "t.json"), 2)
+    assert unreadable == ""
+    assert tried == (
+        Tried(2, "Trying __restrict__ on x alone.", (), "improved", 1.25, "faster: 1.250x"),
+        Tried(2, "Trying -use_fast_math alone.", ("-O3",), "rejected", 1.0,
+              "numbers_differ: checksum 1 vs 2"),
+    )  # fmt: skip
+
+
+def test_a_missing_or_foreign_trace_is_named_in_the_report_not_fatal(tmp_path: Path) -> None:
+    (tmp_path / "other.json").write_text('{"format": "something else"}')
+    results = [
+        {"file": "k.cu", "region": "k", "status": KEPT, "reasons": ["no difference"],
+         "trace": str(tmp_path / "gone.json"), "explanation": "Nothing helped."},
+        {"file": "k.cu", "region": "j", "status": KEPT, "trace": str(tmp_path / "other.json")},
+    ]  # fmt: skip
+    gone, other = kernel_runs("app", 1, results, tmp_path, tmp_path)
+    assert gone.trace == "gone.json" and gone.tried == () and gone.explanation == "Nothing helped."
+    assert "gone.json: cannot read a trace" in gone.trace_error
+    assert "not an nvcc-opt/trace file" in other.trace_error
+    row = summarize_kernel(Kernel("app", "k.cu", "k"), [gone], 1)
+    assert row.trace_errors == (f"trace unreadable: {gone.trace_error}",)
+    assert row.explanation == "Nothing helped."
+    report = Report("search", "d", "d", "c", {}, {}, (row,), summarize([row]))
+    assert f"- trace unreadable: {tmp_path}/gone.json: cannot read a trace" in (
+        render_markdown(report)
+    )
+
+
+def test_the_markdown_says_what_was_tried_per_kernel_and_run(tmp_path: Path) -> None:
+    trace = _trace(tmp_path / "state" / "traces" / "t.json")
+    result = {"file": "k.cu", "region": "k", "status": PROPOSED, "speedup": 1.2,
+              "trace": str(trace), "explanation": "Kept __restrict__.\nDetails."}  # fmt: skip
+    runs = [*kernel_runs("app", 1, [result], tmp_path, tmp_path)]
+    runs += kernel_runs("app", 2, [{**result, "trace": str(tmp_path / "none.json")}], tmp_path,
+                        tmp_path)  # fmt: skip
+    assert runs[0].trace == "state/traces/t.json"
+    row = summarize_kernel(Kernel("app", "k.cu", "k"), runs, 2)
+    assert len(row.tried) == 2 and row.explanation == "Kept __restrict__.\nDetails."
+    report = Report("search", "d", "d", "c", {}, {"runs": 2}, (row,), summarize([row]))
+    text = render_markdown(report)
+    section = text.split("## What was tried\n", 1)[1]
+    assert section.splitlines()[:7] == [
+        "",
+        "### app / k",
+        "",
+        "Final answer: Kept __restrict__.",
+        "",
+        "- run 1: Trying __restrict__ on x alone.: 1.250x, improved",
+        "- run 1: Trying -use_fast_math alone. [-O3]: -, rejected "
+        "(numbers_differ: checksum 1 vs 2)",
+    ]
+    assert "- run 2: trace unreadable: " in section
+
+
 # --- apps and the command's errors -------------------------------------------------------
 
 
@@ -322,7 +434,9 @@ def test_the_bench_end_to_end(tmp_path: Path) -> None:
     half = work.replace("++p)", "p += 2)")  # every pass computes the same sum: half of them
     scale = (MINI / "beta" / "src" / "scale.cu").read_text().split("// @optimize\n", 1)[1]
     wrong = scale.replace("w * x[i]", "x[i]")
+    trying = call("c1", "benchmark_code", json.dumps({"code": half}))
     script = [
+        Step(completion("Trying half the passes.", tool_calls=[trying])),
         Step(completion(_answer(half, "Half the passes: each computes the same sum.\nMore."))),
         Step(completion(_answer(wrong, "Dropped the weight."))),
     ]
@@ -361,7 +475,7 @@ def test_the_bench_end_to_end(tmp_path: Path) -> None:
         )
         requests = len(server.requests)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert requests == 2
+    assert requests == 3
     assert "[alpha run 1/1] [accumulate] " in done.stderr and "[zeta run 1/1] error:" in done.stderr
     assert '"rewrite_id"' not in done.stderr, "the JSON goes to the report, not the progress"
     (json_file,) = out.glob("suite-*-openai-scripted.json")
@@ -376,6 +490,16 @@ def test_the_bench_end_to_end(tmp_path: Path) -> None:
     assert alpha["baseline_ms"] > 0 and alpha["wall_s"] > 0 and alpha["file"] == "src/work.cu"
     assert not beta["improved"] and beta["best_speedup"] == 1.0
     assert beta["verdict"] == "kept: wrong final (numbers_differ)" and beta["wrong_finals"] == 1
+    assert beta["explanation"] == "Dropped the weight." and beta["tried"] == []
+    (tried,) = alpha["tried"]
+    assert tried["what"] == "Trying half the passes." and tried["verdict"] == "improved"
+    assert tried["speedup"] > 1.5 and alpha["trace_errors"] == []
+    (alpha_run,) = [k for r in report["runs"] for k in r["kernels"] if k["app"] == "alpha"]
+    assert alpha_run["tried"] == [tried] and alpha_run["trace"].startswith("alpha/run-1/state/")
+    work = Path(report["options"]["work"])
+    assert (work / alpha_run["trace"]).is_file()
+    assert "## What was tried" in md_file.read_text()
+    assert "- Trying half the passes.: " in md_file.read_text()
     assert (
         zeta["verdict"].startswith("error: configure failed:")
         and "zeta is broken" in (zeta["verdict"])

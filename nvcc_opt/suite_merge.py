@@ -1,0 +1,136 @@
+"""`nvcc-opt bench merge`: one report from several suite reports of the same model.
+
+A device session is too short for the whole suite, so it runs in slices (`bench suite --only`);
+merging their JSON reports gives the table a single run would have. A later file's row replaces
+an earlier file's row for the same (app, kernel), and each app's runs come from the last file
+that gave it a row; the rows are ordered by app as a whole-suite run orders them. The overall
+numbers and targets are recomputed with the bench's own `summarize`. The result names its sources
+(file, command, start, rows kept) and is written as `suite-merged-DATE-MODEL.json` and `.md`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+from nvcc_opt.suite_report import (
+    REASON_CHARS,
+    AppRun,
+    KernelRow,
+    Report,
+    Source,
+    first_line,
+    free_stem,
+    model_slug,
+    summarize,
+)
+
+_REPORT = TypeAdapter(Report)
+
+
+class MergeError(ValueError):
+    """The reports cannot be merged: a file that is not a suite report, or different models."""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    path: Path
+    report: Report
+
+
+def load_report(path: Path) -> Report:
+    """The suite report in `path` (fields a report of an older nvcc-opt lacks take their
+    defaults). MergeError, naming the file, when it is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MergeError(f"{path}: cannot read a suite report: {exc}") from exc
+    try:
+        return _REPORT.validate_python(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "the top level"
+        why = first_line(f"{where}: {error['msg']}", REASON_CHARS)
+        raise MergeError(f"{path}: not a suite report ({why})") from None
+
+
+def merge_reports(paths: Sequence[Path], out: Path, command: str = "") -> Report:
+    """The merged report of `paths` (in order: later rows replace earlier ones), with its stem
+    under `out` chosen so that no earlier file is overwritten. MergeError when a file is not a
+    suite report or the model specs differ."""
+    if not paths:
+        raise MergeError("no reports to merge")
+    loaded = [Loaded(path, load_report(path)) for path in paths]
+    models = {item.report.model for item in loaded}
+    if len(models) > 1:
+        named = "; ".join(f"{item.path}: {item.report.model}" for item in loaded)
+        raise MergeError(f"the reports were made with different model specs ({named})")
+    chosen = merged_rows(loaded)
+    rows = sorted((row for row, _ in chosen.values()), key=lambda row: row.app)
+    runs = merged_runs(loaded, chosen)
+    model = loaded[0].report.model
+    date = time.strftime("%Y-%m-%d")
+    stem = free_stem(out, f"suite-merged-{date}-{model_slug(model)}")
+    return Report(
+        model=model,
+        date=date,
+        started_at=min(item.report.started_at for item in loaded),
+        command=command,
+        machine=_machines([item.report for item in loaded]),
+        options={"runs": _runs(loaded), "out": str(out), "stem": stem},
+        rows=tuple(rows),
+        overall=summarize(rows, sum(1 for run in runs if run.error is not None)),
+        runs=tuple(runs),
+        wall_s=sum(item.report.wall_s for item in loaded),
+        sources=tuple(
+            Source(
+                str(item.path),
+                item.report.command,
+                item.report.started_at,
+                sum(1 for _, source in chosen.values() if source is item),
+            )
+            for item in loaded
+        ),
+    )
+
+
+def merged_rows(loaded: Sequence[Loaded]) -> dict[tuple[str, str], tuple[KernelRow, Loaded]]:
+    """(app, kernel) -> its row from the last file that has one, and that file."""
+    chosen: dict[tuple[str, str], tuple[KernelRow, Loaded]] = {}
+    for item in loaded:
+        for row in item.report.rows:
+            chosen[(row.app, row.region)] = (row, item)
+    return chosen
+
+
+def merged_runs(
+    loaded: Sequence[Loaded], chosen: dict[tuple[str, str], tuple[KernelRow, Loaded]]
+) -> list[AppRun]:
+    """Each app's runs from the last file that gave the app a row (its failed runs are the ones
+    the overall count includes)."""
+    last: dict[str, Loaded] = {}
+    for item in loaded:
+        last.update({row.app: item for row, source in chosen.values() if source is item})
+    return sorted(
+        (run for item in loaded for run in item.report.runs if last.get(run.app) is item),
+        key=lambda run: (run.app, run.run),
+    )
+
+
+def _machines(reports: Sequence[Report]) -> dict[str, str]:
+    """Each machine field once per distinct value ("gpu: H200; A100" when they differ)."""
+    keys = dict.fromkeys(key for report in reports for key in report.machine)
+    return {
+        key: "; ".join(dict.fromkeys(r.machine[key] for r in reports if key in r.machine))
+        for key in keys
+    }
+
+
+def _runs(loaded: Sequence[Loaded]) -> str:
+    """The sources' runs per app ("1", or "1, 3" when they differ)."""
+    return ", ".join(dict.fromkeys(str(item.report.options.get("runs", 1)) for item in loaded))

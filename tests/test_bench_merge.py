@@ -1,0 +1,178 @@
+"""`nvcc-opt bench merge`: reports written by the bench's own writer, from its own rows and
+summary, merged: the replacement rule, the recomputed summary, the refusals, the command."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nvcc_opt.bench_cli import bench
+from nvcc_opt.suite_merge import MergeError, load_report, merge_reports
+from nvcc_opt.suite_report import (
+    KEPT,
+    PROPOSED,
+    AppRun,
+    Kernel,
+    KernelRun,
+    Report,
+    Tried,
+    classify,
+    rows_for,
+    summarize,
+    write_report,
+)
+
+# (app, region, status, speedup, reasons) per kernel; an app with a str is a failed run
+Slice = dict[str, list[tuple[str, str, float, tuple[str, ...]]] | str]
+
+
+def _write(folder: Path, model: str, apps: Slice, started: str) -> Path:
+    """A suite report as the bench makes one: KernelRuns, rows_for, summarize, write_report."""
+    kernels: list[Kernel] = []
+    runs: list[AppRun] = []
+    for app, found in apps.items():
+        if isinstance(found, str):  # failed before optimize: its one kernel becomes an error
+            kernels.append(Kernel(app, "src/k.cu", "k"))
+            runs.append(AppRun(app, 1, (), found, 1.0, "w"))
+            continue
+        done = []
+        for region, status, speedup, reasons in found:
+            kernels.append(Kernel(app, "src/k.cu", region))
+            tried = (Tried(1, f"Trying {region}.", (), "improved", speedup, "faster"),)
+            done.append(
+                KernelRun(app, "src/k.cu", region, 1, status, speedup, 2.0, 60.0,
+                          reasons=reasons, explanation=f"{region} in {folder.name}",
+                          outcome=classify(status, reasons), tried=tried)
+            )  # fmt: skip
+        runs.append(AppRun(app, 1, tuple(done), None, 60.0, "w"))
+    rows = rows_for(kernels, runs, 1)
+    report = Report(
+        model=model, date="2026-12-02", started_at=started,
+        command=f"nvcc-opt bench suite --model {model} --only {','.join(apps)}",
+        machine={"host": folder.name, "gpu": "H200"}, options={"runs": 1, "stem": "suite"},
+        rows=tuple(rows), overall=summarize(rows, sum(1 for r in runs if r.error)),
+        runs=tuple(runs), wall_s=100.0,
+    )  # fmt: skip
+    json_path, _ = write_report(report, folder)
+    return json_path
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> tuple[Path, Path]:
+    first = _write(
+        tmp_path / "s1",
+        "search",
+        {
+            "atax": [("atax_k", KEPT, 1.0, ("no difference",))],
+            "fir": [("fir_k", PROPOSED, 1.2, ("faster",)), ("fir_j", KEPT, 1.0, ("no diff",))],
+        },
+        "2026-12-02T10:00:00",
+    )
+    second = _write(
+        tmp_path / "s2",
+        "search",
+        {
+            "fir": [("fir_k", PROPOSED, 1.6, ("faster",))],
+            "bfs": "configure failed: CMake Error",
+        },
+        "2026-12-02T11:00:00",
+    )
+    return first, second
+
+
+def test_a_later_report_replaces_rows_and_the_summary_is_recomputed(
+    two: tuple[Path, Path], tmp_path: Path
+) -> None:
+    merged = merge_reports(two, tmp_path / "out", "nvcc-opt bench merge a b")
+    keys = [(r.app, r.region) for r in merged.rows]
+    assert keys == [("atax", "atax_k"), ("bfs", "k"), ("fir", "fir_k"), ("fir", "fir_j")]
+    rows = {r.region: r for r in merged.rows}
+    assert rows["fir_k"].best_speedup == 1.6 and rows["fir_k"].explanation == "fir_k in s2"
+    assert rows["fir_j"].explanation == "fir_j in s1", "a kernel only the first has is kept"
+    assert rows["k"].verdict == "error: configure failed: CMake Error"
+    assert rows["fir_k"].tried == (Tried(1, "Trying fir_k.", (), "improved", 1.6, "faster"),)
+    assert merged.overall == summarize(merged.rows, 1)
+    assert merged.overall.improved == 1 and merged.overall.failed_runs == 1
+    assert [(r.app, r.error) for r in merged.runs] == [
+        ("atax", None), ("bfs", "configure failed: CMake Error"), ("fir", None),
+    ]  # fmt: skip
+    assert merged.runs[2].kernels[0].speedup == 1.6, "fir's runs come from the later report"
+    assert [(s.file, s.rows_kept) for s in merged.sources] == [(str(two[0]), 2), (str(two[1]), 2)]
+    assert merged.sources[1].command == "nvcc-opt bench suite --model search --only fir,bfs"
+    assert merged.started_at == "2026-12-02T10:00:00" and merged.wall_s == 200.0
+    assert merged.machine == {"host": "s1; s2", "gpu": "H200"}
+    assert merged.options["stem"].startswith("suite-merged-")
+    assert merged.options["stem"].endswith("-search")
+
+
+def test_the_merged_report_reads_back_as_written(two: tuple[Path, Path], tmp_path: Path) -> None:
+    merged = merge_reports(two, tmp_path / "out")
+    json_path, md_path = write_report(merged, tmp_path / "out")
+    assert load_report(json_path) == merged
+    assert "merged from 2 reports" in md_path.read_text()
+    again = merge_reports([json_path, two[1]], tmp_path / "out")
+    assert again.rows == merged.rows and again.overall == merged.overall
+
+
+def test_a_report_of_an_older_bench_without_the_evidence_still_merges(
+    two: tuple[Path, Path], tmp_path: Path
+) -> None:
+    data = json.loads(two[0].read_text())
+    for row in data["rows"]:
+        del row["tried"], row["explanation"], row["trace_errors"]
+    for run in data["runs"]:
+        for kernel in run["kernels"]:
+            del kernel["tried"], kernel["trace"], kernel["trace_error"]
+    del data["sources"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(data))
+    merged = merge_reports([old, two[1]], tmp_path / "out")
+    assert {r.region: r.tried for r in merged.rows}["atax_k"] == ()
+
+
+def test_different_models_or_a_file_that_is_not_a_report_are_refused(
+    two: tuple[Path, Path], tmp_path: Path
+) -> None:
+    other = _write(tmp_path / "s3", "openai:m@http://x/v1", {"fir": []}, "2026-12-03T10:00:00")
+    with pytest.raises(MergeError, match="different model specs") as refused:
+        merge_reports([two[0], other], tmp_path / "out")
+    assert f"{two[0]}: search" in str(refused.value) and f"{other}: openai:m@" in str(refused.value)
+    stranger = tmp_path / "stranger.json"
+    stranger.write_text('{"rows": []}')
+    with pytest.raises(MergeError, match=rf"{stranger}: not a suite report \(model: "):
+        merge_reports([two[0], stranger], tmp_path / "out")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    with pytest.raises(MergeError, match=rf"{broken}: cannot read a suite report"):
+        merge_reports([broken], tmp_path / "out")
+    with pytest.raises(MergeError, match="cannot read"):
+        merge_reports([tmp_path / "missing.json"], tmp_path / "out")
+
+
+def test_the_merge_command_end_to_end(
+    two: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "results"
+    args = ["merge", str(two[0]), str(two[1]), "--out", str(out)]
+    monkeypatch.setattr(sys, "argv", ["/bin/nvcc-opt", "bench", *args])
+    runner = CliRunner()
+    done = runner.invoke(bench, args)
+    assert done.exit_code == 0, done.output
+    (json_path,) = out.glob("suite-merged-*-search.json")
+    md = json_path.with_suffix(".md").read_text()
+    assert md in done.output and "## What was tried" in md
+    data = json.loads(json_path.read_text())
+    assert [s["file"] for s in data["sources"]] == [str(two[0]), str(two[1])]
+    assert data["command"] == f"nvcc-opt bench merge {two[0]} {two[1]} --out {out}"
+    assert data["overall"]["kernels"] == 4 and data["overall"]["improved"] == 1
+    second = runner.invoke(bench, ["merge", str(two[0]), "--out", str(out)])
+    assert second.exit_code == 0 and len(list(out.glob("suite-merged-*.json"))) == 2
+    stranger = tmp_path / "x.json"
+    stranger.write_text("[]")
+    refused = runner.invoke(bench, ["merge", str(two[0]), str(stranger), "--out", str(out)])
+    assert refused.exit_code == 1 and f"{stranger}: not a suite report" in refused.output
+    assert runner.invoke(bench, ["merge", "--out", str(out)]).exit_code == 2
