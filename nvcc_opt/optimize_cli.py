@@ -45,6 +45,9 @@ def undecided(store: Store) -> list[Region]:
     return found
 
 
+DEFAULT_TURNS = 30
+
+
 @click.command("optimize")
 @click.argument("regions", nargs=-1, metavar="[FILE:NAME]...")
 @click.option(
@@ -52,7 +55,12 @@ def undecided(store: Store) -> list[Region]:
 )
 @click.option("--tools", default=None, help=f"Comma-separated subset of {','.join(TOOL_NAMES)}.")
 @click.option("--parity", is_flag=True, help="Offer 4-6 random tools (always benchmark_code).")
-@click.option("--turns", type=int, default=30, show_default=True)
+@click.option(
+    "--turns",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Model turns per region [default: 30; the search policy: its tool calls and one more].",
+)
 @click.option("--time", "wall_s", type=float, default=3600.0, show_default=True, help="Seconds.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
@@ -70,7 +78,7 @@ def optimize(
     spec: str,
     tools: str | None,
     parity: bool,
-    turns: int,
+    turns: int | None,
     wall_s: float,
     seed: int,
     gpus: str | None,
@@ -85,6 +93,8 @@ def optimize(
         model = load_model(spec)
     except (ValueError, ModelError) as exc:
         raise click.BadParameter(str(exc), param_hint="--model") from exc
+    if turns is None:
+        turns = max(DEFAULT_TURNS, getattr(model, "turns_needed", 0))
     results: list[RegionResult] = []
     with open_store(ctx) as store:
         targets = [find_region(r, "REGION") for r in regions] or undecided(store)

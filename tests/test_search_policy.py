@@ -178,3 +178,82 @@ def test_spec_and_bad_prompts() -> None:
         load("search:?turns=3")
     with pytest.raises(ModelError, match="cannot read this prompt"):
         SearchPolicy().complete([{"role": "user", "content": "hello"}], schemas(ALL_TOOLS))
+
+
+def sass_line(kernel: str, digest: str) -> str:
+    return f"SASS of {kernel} (sm_90, cuobjdump): 120 instructions, digest {digest}\n"
+
+
+def machine_code(name: str, args: dict[str, Any]) -> str:
+    """Like `gpu`, with SASS digests: the ptxas and vectorization flags and the sm_90a target
+    change no instruction; const __restrict__ and __restrict__ give the same code."""
+    if name != "compiler_analysis":
+        return gpu(name, args)
+    code, flags = args.get("code", REGION), args.get("compile_args", [])
+    if "__restrict__" in code:
+        digest = "restricted"
+    elif "-use_fast_math" in flags or "-maxrregcount" in " ".join(flags):
+        digest = f"flags-{'-'.join(flags)}"
+    elif code != REGION:
+        digest = f"code-{abs(hash(code)) % 10**8}"
+    else:
+        digest = "region"
+    return ANALYSIS + "\n" + sass_line("rows", digest)
+
+
+def test_a_change_with_the_regions_machine_code_is_not_timed() -> None:
+    calls, answer = drive(SearchPolicy(), machine_code)
+    timed = [args for name, args in calls if name == "benchmark_code"]
+    flags = {f for args in timed for f in args.get("compile_args", [])}
+    assert not flags & {"-Xptxas=-O3", "--extra-device-vectorization"}
+    assert "-gencode=arch=compute_90a,code=sm_90a" not in flags and "-use_fast_math" in flags
+    assert (
+        sum("__restrict__" in args["code"] and not args.get("compile_args") for args in timed) == 1
+    )
+    analysed = [args for name, args in calls[1:] if name == "compiler_analysis"]
+    assert any(args.get("compile_args") == ["-Xptxas=-O3"] for args in analysed)
+    explanation = answer["explanation"]
+    assert "-Xptxas -O3: the same machine code as the region; not timed" in explanation
+    assert "__restrict__ on every pointer parameter: the same machine code as const" in explanation
+    assert "__restrict__" in answer["final_code"] and answer["compile_args"] == ["-use_fast_math"]
+
+
+LAUNCHED = (
+    REGION
+    + """\
+void launch(int n, const float* A, const float* x, float* y) {
+  const int block = 256;
+  rows<<<(n + block - 1) / block, block>>>(n, A, x, y);
+}
+"""
+)
+
+
+def test_launch_changes_are_timed_even_when_the_kernels_code_is_the_same() -> None:
+    def tools(name: str, args: dict[str, Any]) -> str:
+        if name == "compiler_analysis":
+            return ANALYSIS + "\n" + sass_line("rows", "same-for-all")
+        return bench_text(1.2 if "block = 128" in args["code"] else 1.0)
+
+    policy = SearchPolicy()
+    history = messages(region=LAUNCHED)
+    timed: list[str] = []
+    for _ in range(60):
+        reply = policy.complete(history, schemas(ALL_TOOLS))
+        if not reply.tool_calls:
+            break
+        (call,) = reply.tool_calls
+        arguments = json.loads(call.arguments)
+        if call.name == "benchmark_code":
+            timed.append(arguments["code"])
+        history += [
+            {"role": "assistant", "content": reply.text},
+            {"role": "tool", "tool_call_id": call.id, "content": tools(call.name, arguments)},
+        ]
+    answer = find_answer(reply.text)
+    assert answer is not None and not isinstance(answer, str)
+    assert any("block = 128" in code for code in timed) and any(
+        "block = 512" in code for code in timed
+    )
+    assert "const int block = 128;" in answer.final_code
+    assert not any("nvcc_opt_lane" in code for code in timed)  # kernel-only: same SASS, not timed

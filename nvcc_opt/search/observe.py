@@ -23,6 +23,7 @@ class Task:
 class Analysis:
     registers: int | None  # the most any kernel of the region uses
     register_limited: bool  # occupancy limited by registers somewhere
+    machine_code: tuple[tuple[str, str, str], ...] = ()  # (kernel, arch, SASS digest), sorted
 
 
 _TARGET = re.compile(r"the file is compiled for (.+?)\.\s*$", re.MULTILINE)
@@ -51,6 +52,15 @@ def read_task(messages: list[dict[str, Any]]) -> Task:
 _REGISTERS = re.compile(r"^\s*sm_\w+: registers (\d+),", re.MULTILINE)
 
 
+_DIGEST = re.compile(
+    r"^SASS of (\S+) \((\w+), [^)]*\): \d+ instructions, digest (\S+)$", re.MULTILINE
+)
+
+
 def read_analysis(observation: str) -> Analysis:
     counts = [int(n) for n in _REGISTERS.findall(observation)]
-    return Analysis(max(counts) if counts else None, "limited by registers" in observation)
+    return Analysis(
+        max(counts) if counts else None,
+        "limited by registers" in observation,
+        tuple(sorted(_DIGEST.findall(observation))),
+    )

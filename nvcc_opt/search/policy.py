@@ -5,7 +5,9 @@ format and can seed training), and chooses each next step from what the tools sa
 1. compiler_analysis of the region as it is (registers, and whether they limit occupancy);
 2. `search` for the launches of the region's kernels and the constants they use (block sizes,
    and whether a launch passes one pointer twice);
-3. benchmark_code of each source transform and build flag alone;
+3. benchmark_code of each source transform and build flag alone, structural changes first; a
+   kernel-only change whose machine code (compiler_analysis's SASS digests) equals the region's,
+   or a change already timed, is not timed again;
 4. greedy combination of what improved, best first, keeping a change only when it adds;
 5. a final answer whose explanation names each change and its measured effect; when nothing
    helped, the region unchanged (which `optimize` records as "original kept" without verifying).
@@ -27,11 +29,11 @@ from nvcc_opt.search.changes import Change, compose, flag_changes, transform_cha
 from nvcc_opt.search.cuda import Source
 from nvcc_opt.search.launches import aliased, constant, definitions, launches, search_lines
 from nvcc_opt.search.observe import Analysis, PromptUnreadable, read_analysis, read_task
-from nvcc_opt.search.transforms import Facts
+from nvcc_opt.search.transforms import BY_NAME, Facts
 from nvcc_opt.tools.bench import Measured, read_benchmark
 
 BUDGET_S = 240.0  # exploration; the final verification comes after
-MAX_CALLS = 26  # below the loop's default of 30 turns, leaving the answer its turn
+MAX_CALLS = 40  # tool calls; `optimize` gives the policy this many turns and one for the answer
 MIN_GAIN = 1.01  # a change joins the combination only if it adds at least this
 
 
@@ -64,6 +66,7 @@ class SearchPolicy:
     ) -> None:
         self.name = "search"
         self.budget_s, self.max_calls, self.clock = budget_s, max_calls, clock
+        self.turns_needed = max_calls + 1  # every call, then the final answer
         self._plan: Plan | None = None
         self._calls = 0
 
@@ -127,14 +130,31 @@ def _search(code: str, target: str, offered: set[str], room: Callable[[], bool])
     facts = yield from _facts(code, offered, room)
     singles = transform_changes(code, facts) + flag_changes(target, analysis)
     alone: dict[str, tuple[Change, Measured]] = {}
+    untimed: list[str] = []
+    timed_as: dict[tuple[tuple[str, str, str], ...], Change] = {}
+    region_code = analysis.machine_code if analysis is not None else ()
     for change in singles:
         if not room():
             break
         built = compose(code, facts, [change])
         if built is None:
             continue
+        machine: tuple[tuple[str, str, str], ...] = ()
+        if region_code and not _host_side(change):
+            why = f"Checking whether {change.what} changes the machine code."
+            machine = read_analysis((yield _analyse(built, why))).machine_code
+            twin = "the region" if machine == region_code else None
+            if machine in timed_as:
+                twin = timed_as[machine].what
+            if twin is not None:
+                untimed.append(f"{change.what}: the same machine code as {twin}; not timed")
+                continue
+            if not room():
+                break
         measured = read_benchmark((yield _bench(built, f"Trying {change.what} alone.")))
         alone[change.name] = (change, measured)
+        if machine:
+            timed_as[machine] = change
         if measured.verdict == "error" and "no GPU here" in measured.why:
             break  # nothing can be timed on this machine
     helped = sorted(
@@ -159,6 +179,7 @@ def _search(code: str, target: str, offered: set[str], room: Callable[[], bool])
                 notes.append(f"adding {change.what}: {measured.speedup:.3f}x together")
             else:
                 notes.append(f"adding {change.what}: no gain together ({_effect(measured)})")
+    notes += untimed
     final = compose(code, facts, kept) if kept else None
     if final is None:
         yield Final(code, _explain([], alone, notes, 1.0))
@@ -167,12 +188,22 @@ def _search(code: str, target: str, offered: set[str], room: Callable[[], bool])
     yield Final(new_code, _explain(kept, alone, notes, best), tuple(flags))
 
 
-def _bench(built: tuple[str, list[str]], why: str) -> Call:
+def _host_side(change: Change) -> bool:
+    """Whether the change touches host code (launches): equal SASS does not make it a no-op."""
+    return change.transform is not None and BY_NAME[change.transform].host_side
+
+
+def _arguments(built: tuple[str, list[str]]) -> dict[str, Any]:
     code, flags = built
-    arguments: dict[str, Any] = {"code": code}
-    if flags:
-        arguments["compile_args"] = flags
-    return Call("benchmark_code", arguments, why)
+    return {"code": code, "compile_args": flags} if flags else {"code": code}
+
+
+def _bench(built: tuple[str, list[str]], why: str) -> Call:
+    return Call("benchmark_code", _arguments(built), why)
+
+
+def _analyse(built: tuple[str, list[str]], why: str) -> Call:
+    return Call("compiler_analysis", _arguments(built), why)
 
 
 def _facts(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[Step, str, Facts]:

@@ -48,6 +48,7 @@ class Transform:
     change: str  # what it does, for the explanation
     apply: Callable[[str, Facts], str | None]
     group: str | None = None  # transforms of one group exclude each other (the block shape)
+    host_side: bool = False  # changes host code (launches), which the kernels' SASS cannot show
 
 
 def restrict(code: str, facts: Facts) -> str | None:
@@ -334,6 +335,7 @@ TRANSFORMS: tuple[Transform, ...] = (
         "fuse",
         "consecutive launches of element-wise kernels fused into one pass",
         fusion.fuse,
+        host_side=True,
     ),
     Transform(
         "warp_rows",
@@ -365,19 +367,29 @@ TRANSFORMS: tuple[Transform, ...] = (
         tiling.tile_matmul,
         group="block",
     ),
-    Transform("block_half", "half the threads per block", structure.block_half, group="block"),
+    Transform(
+        "block_half", "half the threads per block", structure.block_half, "block", host_side=True
+    ),
     Transform(
         "block_quarter",
         "a quarter of the threads per block (a 2D block twice as wide)",
         structure.block_quarter,
         group="block",
+        host_side=True,
     ),
-    Transform("block_double", "twice the threads per block", structure.block_double, group="block"),
+    Transform(
+        "block_double",
+        "twice the threads per block",
+        structure.block_double,
+        "block",
+        host_side=True,
+    ),
     Transform(
         "block_wide",
         "a 2D block twice as wide and half as tall",
         structure.block_wide,
         group="block",
+        host_side=True,
     ),
 )
 BY_NAME = {t.name: t for t in TRANSFORMS}

@@ -71,8 +71,8 @@ class Analysis:
         Returns:
             Per kernel and GPU architecture the ptxas resource usage and occupancy at the
             launch's block size (or at 128, 256 and 512 threads when it is unknown), load and
-            store widths from the PTX, and an instruction mix and excerpt of the SASS where
-            cuobjdump or nvdisasm is installed.
+            store widths from the PTX, and an instruction mix, excerpt and digest of the SASS
+            where cuobjdump or nvdisasm is installed (equal digests: the same machine code).
         """
         text = self.bench.region.text if code is None else code
         declared, devices = ptxas.kernels(ptxas.code_only(text))
@@ -175,7 +175,8 @@ class Analysis:
             mix = ptxas.sass_mix(instructions)
             lines += [
                 "",
-                f"SASS of {_base(name)} ({arch}, {where}): {len(instructions)} instructions",
+                f"SASS of {_base(name)} ({arch}, {where}): {len(instructions)} instructions,"
+                f" digest {ptxas.sass_digest(instructions)}",
             ]
             lines.append(f"  mix: {_counts(mix, MIX_ENTRIES)}")
             local = sum(n for op, n in mix.items() if op.startswith(("LDL", "STL")))

@@ -11,6 +11,7 @@ cmem[0]]`. The occupancy arithmetic follows CUDA's `cuda_occupancy.h`.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -230,6 +231,12 @@ def parse_sass(text: str, arch: str = "") -> dict[tuple[str, str], list[str]]:
         elif current is not None and (found := _SASS_INSTRUCTION.match(line)):
             current.append(" ".join(found[1].split()))
     return listing
+
+
+def sass_digest(instructions: list[str]) -> str:
+    """A short fingerprint of a function's machine code: two candidates with the same digest
+    run the same instructions (no need to time both)."""
+    return hashlib.sha256("\n".join(instructions).encode()).hexdigest()[:12]
 
 
 def sass_mix(instructions: list[str]) -> Counter[str]:
