@@ -257,3 +257,25 @@ def test_launch_changes_are_timed_even_when_the_kernels_code_is_the_same() -> No
     )
     assert "const int block = 128;" in answer.final_code
     assert not any("nvcc_opt_lane" in code for code in timed)  # kernel-only: same SASS, not timed
+
+
+def test_a_launch_over_several_lines_is_read_to_its_end() -> None:
+    split = "[1 match]\nsrc/main.cu (1)\n   40 |   rows<<<grid, kBlock>>>(n, A,"
+    window = (
+        "[src/main.cu: lines 40-47 of 60]\n   40 |   rows<<<grid, kBlock>>>(n, A,\n"
+        "   41 |                          x, y);\n   42 | }"
+    )
+
+    def tools(name: str, args: dict[str, Any]) -> str:
+        if name == "search" and "<<<" in args["pattern"]:
+            return split
+        if name == "file_viewer":
+            assert args == {"path": "src/main.cu", "start": 40, "end": 47}
+            return window
+        return gpu(name, args)
+
+    calls, answer = drive(SearchPolicy(), tools, offered=[*ALL_TOOLS])
+    assert [name for name, _ in calls][:3] == ["compiler_analysis", "search", "file_viewer"]
+    timed = [args["code"] for name, args in calls if name == "benchmark_code"]
+    assert any("__launch_bounds__(256)" in code for code in timed)  # the block size was found
+    assert "__restrict__" in answer["final_code"]  # and the whole argument list: no aliasing

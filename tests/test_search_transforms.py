@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from nvcc_opt.search.cuda import Source
-from nvcc_opt.search.launches import aliased, constant, definitions, launches, search_lines
+from nvcc_opt.search.launches import (
+    aliased,
+    aliased_by_callers,
+    constant,
+    definitions,
+    launches,
+    search_lines,
+)
 from nvcc_opt.search.transforms import (
     Facts,
     const_restrict,
@@ -146,3 +153,17 @@ def test_search_observation_lines() -> None:
 def test_code_the_grammar_cannot_parse_is_left_alone(transform: object) -> None:
     broken = ROWS.replace("y[i] = sum;", "y[i] = sum +;")
     assert transform(broken, ALL) is None  # type: ignore[operator]
+
+
+def test_a_host_function_called_with_one_array_twice_aliases_its_launch() -> None:
+    recursive = """\
+__global__ void step(const int* in, int* out, int n) { out[0] = in[0] + n; }
+void run(const int* in, int* out, int* scratch, int n) {
+  step<<<1, 32>>>(in, out, n);
+  if (n > 1) run(scratch, scratch, scratch + 1, n / 2);
+}
+"""
+    assert aliased_by_callers(recursive, "step", [0, 1])
+    assert not aliased_by_callers(recursive.replace("run(scratch, scratch,", "run(in, scratch,"),
+                                  "step", [0, 1])  # fmt: skip
+    assert not aliased_by_callers(recursive, "other", [0, 1])

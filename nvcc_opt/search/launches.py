@@ -175,6 +175,30 @@ def search_lines(observation: str) -> list[str]:
     return lines
 
 
+def search_hits(observation: str) -> list[tuple[str, int, str]]:
+    """(file, line number, code) of each matching line in a `search` observation, whose files
+    head their lines as `path (count)`."""
+    hits, path = [], ""
+    for line in observation.splitlines():
+        number, bar, code = line.partition(" | ")
+        if bar and number.strip().isdigit():
+            hits.append((path, int(number), code))
+        elif line.endswith(")") and " (" in line and not line.startswith("["):
+            path = line.rsplit(" (", 1)[0]
+    return hits
+
+
+def statement(lines: Iterable[str]) -> str:
+    """The lines up to the first that ends a statement (`;`), joined: a launch written over
+    several lines, as file_viewer shows them from its first line."""
+    taken = []
+    for line in lines:
+        taken.append(line.strip())
+        if ";" in line:
+            break
+    return " ".join(taken)
+
+
 def aliased(launch: Launch, pointer_positions: Iterable[int]) -> bool:
     """Whether two pointer parameters receive the same argument text in this launch."""
     seen: set[str] = set()
@@ -185,4 +209,52 @@ def aliased(launch: Launch, pointer_positions: Iterable[int]) -> bool:
         if text in seen:
             return True
         seen.add(text)
+    return False
+
+
+def aliased_by_callers(code: str, kernel: str, pointer_positions: Iterable[int]) -> bool:
+    """Whether a host function of `code` passes two of its own parameters to `kernel`'s pointer
+    parameters and is called in `code` with the same argument for both (a recursion such as
+    `scan(scratch, scratch, ...)`): the launch's text shows two names, the data is one array."""
+    source = Source(code)
+    positions = list(pointer_positions)
+    for function in walk(source.root):
+        declarator = function.child_by_field_name("declarator")
+        if function.type != "function_definition" or declarator is None:
+            continue
+        name = declarator.child_by_field_name("declarator")
+        parameters = declarator.child_by_field_name("parameters")
+        if name is None or parameters is None:
+            continue
+        params = [_parameter_name(source, p) for p in parameters.named_children]
+        for launch in launches(source.text(function)):
+            if launch.kernel != kernel:
+                continue
+            passed = [
+                params.index(launch.args[i].strip())
+                for i in positions
+                if i < len(launch.args) and launch.args[i].strip() in params
+            ]
+            if _called_with_twins(source, source.text(name), passed):
+                return True
+    return False
+
+
+def _parameter_name(source: Source, parameter: tree_sitter.Node) -> str:
+    target = parameter.child_by_field_name("declarator")
+    while target is not None and target.type != "identifier":
+        target = target.child_by_field_name("declarator")
+    return "" if target is None else source.text(target)
+
+
+def _called_with_twins(source: Source, function: str, indices: list[int]) -> bool:
+    for node in walk(source.root):
+        callee = node.child_by_field_name("function") if node.type == "call_expression" else None
+        arguments = node.child_by_field_name("arguments") if callee is not None else None
+        if callee is None or arguments is None or source.text(callee) != function:
+            continue
+        texts = ["".join(source.text(a).split()) for a in arguments.named_children]
+        chosen = [texts[i] for i in indices if i < len(texts)]
+        if len(chosen) != len(set(chosen)):
+            return True
     return False

@@ -27,13 +27,24 @@ from urllib.parse import parse_qsl
 from nvcc_opt.agent.model import ModelError, Reply, ToolCall
 from nvcc_opt.search.changes import Change, compose, flag_changes, transform_changes
 from nvcc_opt.search.cuda import Source
-from nvcc_opt.search.launches import aliased, constant, definitions, launches, search_lines
+from nvcc_opt.search.launches import (
+    Launch,
+    aliased,
+    aliased_by_callers,
+    constant,
+    definitions,
+    launches,
+    search_hits,
+    search_lines,
+    statement,
+)
 from nvcc_opt.search.observe import Analysis, PromptUnreadable, read_analysis, read_task
 from nvcc_opt.search.transforms import BY_NAME, Facts
 from nvcc_opt.tools.bench import Measured, read_benchmark
 
 BUDGET_S = 240.0  # exploration; the final verification comes after
 MAX_CALLS = 40  # tool calls; `optimize` gives the policy this many turns and one for the answer
+LAUNCH_LINES = 8  # a launch written over several lines: how many file_viewer shows from its first
 MIN_GAIN = 1.01  # a change joins the combination only if it adds at least this
 
 
@@ -218,8 +229,15 @@ def _facts(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[
             seen = yield Call(
                 "search", {"pattern": f"{kernel.name}<<<"}, f"Finding where {kernel.name} runs."
             )
-            for line in search_lines(seen):
-                found += launches("void nvcc_opt_launch() {\n" + line + "\n}")
+            for path, number, line in search_hits(seen):
+                if not _launches(line) and "file_viewer" in offered and room():
+                    window = yield Call(
+                        "file_viewer",
+                        {"path": path, "start": number, "end": number + LAUNCH_LINES - 1},
+                        f"Reading the rest of the launch of {kernel.name}.",
+                    )
+                    line = statement(search_lines(window))
+                found += _launches(line)
         wanted = {w for launch in found for w in _words(launch.block)} - set(names)
         for word in sorted(wanted):
             if not room():
@@ -242,9 +260,15 @@ def _facts(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[
             if size is not None and size > 0:
                 block_sizes[kernel.name] = size
         positions = [kernel.params.index(p.name) for p in kernel.pointers]
-        if not any(aliased(launch, positions) for launch in mine):
+        if not any(aliased(launch, positions) for launch in mine) and not aliased_by_callers(
+            code, kernel.name, positions
+        ):
             no_alias.add(kernel.name)
     return Facts(block_sizes=block_sizes, no_alias=frozenset(no_alias), names=names)
+
+
+def _launches(line: str) -> list[Launch]:
+    return launches("void nvcc_opt_launch() {\n" + line + "\n}")
 
 
 def _words(expression: str) -> set[str]:
