@@ -6,6 +6,9 @@
 #      full size (2^24 elements, 400 repetitions) and [run] repeats (10 pairs) unless overridden;
 #   4. (PARTS=suite) `nvcc-opt bench suite --model search` on SUITE_ONLY apps (default: all), its
 #      traces packed into suite/traces.tar.gz (merge the slices' reports with `nvcc-opt bench merge`).
+#      SUITE_GPUS (e.g. 0,1,2,3 or all) passes --gpus: one app per GPU at once, on a machine with
+#      several. At SUITE_S seconds (default 530) the bench gets SIGINT: it stops the runs in
+#      flight (up to 30 s) and still writes the report of what finished; SIGKILL 40 s later.
 # Wheels the machine lacks travel in .whl/ (see the device notes in benchmarks/README.md).
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
@@ -67,8 +70,9 @@ timeout "${NOISE_S:-420}" python3 benchmarks/benchmark_code_noise.py "$noise" \
 fi
 if want suite; then
   step "the kernel suite with the search policy"
-  timeout "${SUITE_S:-560}" python3 -m nvcc_opt.bench_cli suite --model "${SUITE_MODEL:-search}" \
-    --out "$OUT/suite" --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90 ${SUITE_ONLY:+--only $SUITE_ONLY} 2>&1 | tail -60
+  timeout -s INT -k 40 "${SUITE_S:-530}" python3 -m nvcc_opt.bench_cli suite --model "${SUITE_MODEL:-search}" \
+    --out "$OUT/suite" --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90 ${SUITE_ONLY:+--only $SUITE_ONLY} \
+    ${SUITE_GPUS:+--gpus "$SUITE_GPUS"} 2>&1 | tail -60
   # Only files at most 2 folders below $OUT come back: every run's traces go into one archive
   # (paths relative to the bench's work folder, as the report's "trace" fields name them), and
   # the work trees go, leaving $OUT/suite with the .json, the .md and traces.tar.gz.

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from nvcc_opt.agent.backends import BACKENDS, SPEC_FORMS
-from nvcc_opt.suite_bench import Options, SuiteError, find_apps, run_suite
+from nvcc_opt.suite_bench import Options, SuiteError, find_apps, gpu_ids, run_suite
 from nvcc_opt.suite_merge import MergeError, merge_reports
 from nvcc_opt.suite_report import Report, command_line, render_markdown, write_report
 from nvcc_opt.tools.catalog import launcher_path
@@ -59,6 +59,14 @@ def bench() -> None:
     help="Seconds per optimize call before it is stopped (default: per region, --time or "
     "3600, plus 900).",
 )
+@click.option(
+    "--gpus",
+    "gpus_spec",
+    default=None,
+    metavar="LIST",
+    help="Run apps concurrently, one per GPU, each with CUDA_VISIBLE_DEVICES set to its GPU: "
+    "comma-separated device ids (0,1,2,3) or all (nvidia-smi's). Default: one app at a time.",
+)
 def suite(
     suite_dir: Path,
     spec: str,
@@ -69,11 +77,13 @@ def suite(
     turns: int | None,
     cmake_args: tuple[str, ...],
     timeout_s: float | None,
+    gpus_spec: str | None,
 ) -> None:
     """Optimize every kernel of the suite RUNS times, each run in a fresh build tree with a
     fresh store (yours is never touched), and write OUT/suite-DATE-MODEL.json and .md: per
     kernel the baseline, the best verified speedup, what changed, the wall time and the
-    verdict; overall the share improved, the geometric mean speedup and the wrong finals."""
+    verdict; overall the share improved, the geometric mean speedup and the wrong finals.
+    Interrupted (Ctrl-C), it writes the table of what finished and exits with status 130."""
     if spec.partition(":")[0].strip() not in BACKENDS:
         forms = "\n  ".join(SPEC_FORMS)
         raise click.BadParameter(
@@ -84,6 +94,7 @@ def suite(
         raise click.BadParameter(f"{suite_dir}: no such folder", param_hint="--suite")
     try:
         find_apps(suite_dir, names)
+        gpus = gpu_ids(gpus_spec)
     except SuiteError as exc:
         raise click.ClickException(str(exc)) from exc
     options = Options(
@@ -98,12 +109,15 @@ def suite(
         timeout_s=timeout_s,
         launcher=launcher_path(),
         command_line=command_line(),
+        gpus=gpus,
     )
     try:
         report = run_suite(options, echo=lambda message: click.echo(message, err=True))
     except SuiteError as exc:
         raise click.ClickException(str(exc)) from exc
     _write(report, options.out)
+    if report.interrupted:
+        raise SystemExit(130)  # 128 + SIGINT: the table is partial
 
 
 @bench.command("merge")

@@ -7,6 +7,18 @@ as the CUDA launcher, a fresh store (`NVCC_OPT_STORE`, so the traces land in
 the suite's folders nor the user's store are touched. An app that fails (configure, build,
 optimize crash, timeout) becomes rows with an "error: ..." verdict and the bench goes on.
 
+With `--gpus` the apps run concurrently, one per GPU: a work queue hands the next app run to the
+first GPU that frees up, and that run's whole life (configure, build, optimize) has
+`CUDA_VISIBLE_DEVICES` set to its GPU (optimize also gets `--gpus ID`, since the app's own runs
+take their GPU from `[gpu] devices`, which would otherwise send every app to the same one), so
+one app's timing never shares a GPU with another's. The report keeps the sequential order.
+Without it, one app run after another in the caller's environment.
+
+Ctrl-C (SIGINT) stops the bench as a timeout stops optimize: the runs in flight get SIGINT and
+become "interrupted" rows with whatever optimize verified, runs not yet started are skipped, and
+the report holds what finished (apps with no run started are left out, so that merging the
+report never replaces another session's rows with empty ones).
+
 This module runs things and reads what they left (optimize's JSON, the traces); the rows, the
 summary and the files are `suite_report`'s.
 """
@@ -16,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import re
 import shutil
 import signal
@@ -25,6 +38,7 @@ import threading
 import time
 import tomllib
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,11 +69,14 @@ from nvcc_opt.suite_report import (
 from nvcc_opt.tools.bench import Measured, read_benchmark
 
 GRACE_S = 30.0  # after SIGINT at a timeout, before SIGKILL: optimize prints what it verified
+POLL_S = 0.2  # how often a run in flight looks whether the bench was interrupted
+INTERRUPTED = "interrupted"
+GPU_QUERY = ("nvidia-smi", "--query-gpu=index", "--format=csv,noheader")
 _CANNOT = re.compile(r"^\[(?P<region>[^\]\s]+)(?: gpu [^\]]*)?\] cannot optimize: (?P<why>.*)$")
 
 
 class SuiteError(RuntimeError):
-    """The bench cannot start: no suite folder, no apps, an unknown --only name."""
+    """The bench cannot start: no suite folder, no apps, an unknown --only name, bad --gpus."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,44 @@ class Options:
     timeout_s: float | None = None  # per optimize call; default from the regions and --time
     launcher: str = "nvcc-opt"
     command_line: str = ""
+    gpus: tuple[str, ...] = ()  # one app run per GPU at once; (): one at a time, env untouched
+
+
+# --- --gpus ---------------------------------------------------------------------------------
+
+
+def gpu_ids(spec: str | None) -> tuple[str, ...]:
+    """The GPUs of `--gpus`: comma-separated CUDA_VISIBLE_DEVICES values, or `all` for every GPU
+    nvidia-smi lists; () without the option. SuiteError for an empty or repeated entry (two apps
+    would share a GPU) and for `all` where nvidia-smi is missing, fails or lists none."""
+    if spec is None:
+        return ()
+    if spec.strip().lower() == "all":
+        return listed_gpus()
+    ids = tuple(s.strip() for s in spec.split(","))
+    if not all(ids):
+        raise SuiteError(f"--gpus {spec!r}: an entry is empty (use e.g. 0,1,2,3 or all)")
+    repeated = sorted({s for s in ids if ids.count(s) > 1})
+    if repeated:
+        raise SuiteError(f"--gpus {spec!r}: {', '.join(repeated)} named twice (one app per GPU)")
+    return ids
+
+
+def listed_gpus() -> tuple[str, ...]:
+    """The indices `nvidia-smi --query-gpu=index` lists. SuiteError when it cannot tell."""
+    if shutil.which(GPU_QUERY[0]) is None:
+        raise SuiteError("--gpus all: nvidia-smi is not on PATH; name the GPUs, e.g. --gpus 0,1")
+    try:
+        done = subprocess.run(GPU_QUERY, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SuiteError(f"--gpus all: nvidia-smi did not answer: {exc}") from exc
+    if done.returncode != 0:
+        why = short_reason(done.stderr + "\n" + done.stdout)
+        raise SuiteError(f"--gpus all: nvidia-smi exited {done.returncode}: {why}")
+    ids = tuple(s.strip() for s in done.stdout.splitlines() if s.strip())
+    if not ids:
+        raise SuiteError("--gpus all: nvidia-smi lists no GPU")
+    return ids
 
 
 # --- parsing optimize's output -------------------------------------------------------------
@@ -253,12 +308,15 @@ def build_dir_name(app: Path) -> str:
         raise ConfigError(f"{file}: {first_line(str(exc), REASON_CHARS)}") from exc
 
 
-def bench_env(store: Path) -> dict[str, str]:
+def bench_env(store: Path, gpu: str | None = None) -> dict[str, str]:
     """The environment of every step: a fresh store; the launcher on (a recursion guard or
-    NVCC_OPT_DISABLE inherited from the caller would make it pass through and record nothing)."""
+    NVCC_OPT_DISABLE inherited from the caller would make it pass through and record nothing);
+    CUDA_VISIBLE_DEVICES=gpu where the run has a GPU of its own (--gpus), else inherited."""
     env = {k: v for k, v in os.environ.items() if k not in ("NVCC_OPT_ACTIVE", "NVCC_OPT_DISABLE")}
     env["NVCC_OPT_STORE"] = str(store)
     env["PYTHONUNBUFFERED"] = "1"
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
     return env
 
 
@@ -268,6 +326,7 @@ class Ran:
     stdout: str
     stderr: str
     timed_out: bool
+    stopped: bool = False  # the bench was interrupted (`stop` set) while it ran
 
 
 def run_streaming(
@@ -277,9 +336,11 @@ def run_streaming(
     env: dict[str, str],
     timeout_s: float,
     on_line: Callable[[str], None] = lambda _: None,
+    stop: threading.Event | None = None,
 ) -> Ran:
-    """Run argv in its own session, passing each stdout line to `on_line`. At the timeout the
-    group gets SIGINT (optimize then prints what it verified so far), SIGKILL after GRACE_S."""
+    """Run argv in its own session, passing each stdout line to `on_line`. At the timeout, or
+    when `stop` is set (the bench was interrupted), the group gets SIGINT (optimize then prints
+    what it verified so far), SIGKILL after GRACE_S."""
     with subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -307,12 +368,11 @@ def run_streaming(
         ]
         for reader in readers:
             reader.start()
-        timed_out = False
+        why = ""
         try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _signal_group(proc.pid, signal.SIGINT)
+            why = _wait(proc, timeout_s, stop)
+            if why:
+                _signal_group(proc.pid, signal.SIGINT)
             try:
                 proc.wait(timeout=GRACE_S)
             except subprocess.TimeoutExpired:
@@ -324,7 +384,25 @@ def run_streaming(
                 proc.wait()
         for reader in readers:
             reader.join(timeout=10)
-        return Ran(proc.returncode, "".join(out), "".join(err), timed_out)
+        return Ran(
+            proc.returncode, "".join(out), "".join(err), why == "timeout", why == INTERRUPTED
+        )
+
+
+def _wait(proc: subprocess.Popen[str], timeout_s: float, stop: threading.Event | None) -> str:
+    """Why proc must be stopped: "timeout", INTERRUPTED once `stop` is set; "" once it ended."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "timeout"
+        if stop is not None and stop.is_set():
+            return INTERRUPTED
+        try:
+            proc.wait(timeout=left if stop is None else min(left, POLL_S))
+            return ""
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
@@ -332,8 +410,12 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         os.killpg(pid, sig)
 
 
-def optimize_argv(options: Options, run: int) -> list[str]:
+def optimize_argv(options: Options, run: int, gpu: str | None = None) -> list[str]:
+    """optimize's command line; with the run's GPU (--gpus), optimize's own `--gpus ID`, so the
+    app's runs take that GPU rather than the first of its `[gpu] devices`."""
     argv = [options.launcher, "optimize", "--model", options.spec, "--json", "--seed", str(run)]
+    if gpu is not None:
+        argv += ["--gpus", gpu]
     if options.time_s is not None:
         argv += ["--time", f"{options.time_s:g}"]
     if options.turns is not None:
@@ -350,17 +432,29 @@ def optimize_timeout(options: Options, regions: int) -> float:
 
 
 def run_app(
-    app: Path, run: int, options: Options, base: Path, say: Callable[[str], None]
+    app: Path,
+    run: int,
+    options: Options,
+    base: Path,
+    say: Callable[[str], None],
+    gpu: str | None = None,
+    stop: threading.Event | None = None,
 ) -> AppRun:
     """One run of one app in `base/<app>/run-<run>` (a copy, its build tree, its store; `base` is
-    the report's work folder). Never raises for the app's own failures: they become `error`."""
+    the report's work folder), every step on `gpu` when given. Never raises for the app's own
+    failures: they become `error`; so does `stop` (the bench interrupted) between or in steps."""
     started = time.monotonic()
     work = base / app.name / f"run-{run}"
     work.mkdir(parents=True, exist_ok=True)
 
     def failed(why: str, kernels: Sequence[KernelRun] = ()) -> AppRun:
         say(f"error: {why}")
-        return AppRun(app.name, run, tuple(kernels), why, time.monotonic() - started, str(work))
+        return AppRun(
+            app.name, run, tuple(kernels), why, time.monotonic() - started, str(work), gpu
+        )
+
+    def stopped() -> bool:
+        return stop is not None and stop.is_set()
 
     try:
         build_name = build_dir_name(app)
@@ -380,14 +474,16 @@ def run_app(
     for shared in shared_folders(app.parent):  # e.g. common/, which apps include as ../common
         shutil.rmtree(work / shared.name, ignore_errors=True)
         shutil.copytree(shared, work / shared.name, symlinks=True)
-    env = bench_env(store)
+    env = bench_env(store, gpu)
     build = root / build_name
     configure = [
         "cmake", "-S", str(root), "-B", str(build), "-G", "Ninja",
         f"-DCMAKE_CUDA_COMPILER_LAUNCHER={options.launcher}", *options.cmake_args,
     ]  # fmt: skip
-    say("configuring")
+    say("configuring" if gpu is None else f"configuring (GPU {gpu})")
     done = _run_quiet(configure, root, env, 600.0)
+    if stopped():  # Ctrl-C reaches configure and build too (same process group)
+        return failed(INTERRUPTED)
     if done is not None:
         return failed(f"configure failed: {done}")
     try:
@@ -396,16 +492,19 @@ def run_app(
         return failed(f"config: {first_line(str(exc), REASON_CHARS)}")
     say("building")
     done = _run_quiet(config.render_build(config.build_dir), root, env, config.build.timeout_s)
+    if stopped():
+        return failed(INTERRUPTED)
     if done is not None:
         return failed(f"build failed: {done}")
     regions = len(app_kernels(root, build_name))
     say("optimizing")
     ran = run_streaming(
-        optimize_argv(options, run),
+        optimize_argv(options, run, gpu),
         cwd=root,
         env=env,
         timeout_s=optimize_timeout(options, regions),
         on_line=_until_json(say),
+        stop=stop,
     )
     results, cannot = parse_optimize_output(ran.stdout)
     kernels = kernel_runs(app.name, run, results or (), root, base)
@@ -413,6 +512,8 @@ def run_app(
     for region, why in cannot.items():
         if region not in reached:
             kernels.append(_unreached(app.name, run, root, region, f"cannot optimize: {why}"))
+    if ran.stopped:
+        return failed(INTERRUPTED, kernels)
     if ran.timed_out:
         return failed(f"timeout after {optimize_timeout(options, regions):g} s", kernels)
     if ran.returncode != 0 or results is None:
@@ -420,7 +521,7 @@ def run_app(
         return failed(f"optimize exited {ran.returncode}: {why}", kernels)
     if not kernels:
         return failed("nothing optimized: the build recorded no region")
-    return AppRun(app.name, run, tuple(kernels), None, time.monotonic() - started, str(work))
+    return AppRun(app.name, run, tuple(kernels), None, time.monotonic() - started, str(work), gpu)
 
 
 def _until_json(say: Callable[[str], None]) -> Callable[[str], None]:
@@ -493,23 +594,19 @@ def report_name(options: Options, date: str) -> str:
 
 
 def run_suite(options: Options, echo: Callable[[str], None] = lambda _: None) -> Report:
-    """Every app, every run, then the table."""
+    """Every app, every run (one at a time, or one per GPU of `options.gpus` at once), then the
+    table in the apps' order. Interrupted (Ctrl-C), the table of what finished."""
     apps = find_apps(options.suite, options.only)
     started = time.time()
     date = time.strftime("%Y-%m-%d", time.localtime(started))
     options.out.mkdir(parents=True, exist_ok=True)
     stem = free_stem(options.out, report_name(options, date))
     work = options.out / "work" / stem
-    kernels: list[Kernel] = []
-    runs: list[AppRun] = []
-    for app in apps:
-        try:
-            kernels += app_kernels(app, build_dir_name(app))
-        except ConfigError:
-            kernels += app_kernels(app)
-        for run in range(1, options.runs + 1):
-            say = _prefixed(echo, f"[{app.name} run {run}/{options.runs}]")
-            runs.append(run_app(app, run, options, work, say))
+    jobs = [(app, run) for app in apps for run in range(1, options.runs + 1)]
+    results, interrupted = run_jobs(jobs, options, work, _whole_lines(echo))
+    runs = kept_runs(jobs, results, work)
+    ran = {r.app for r in runs}
+    kernels = [k for app in apps if app.name in ran for k in scanned_kernels(app)]
     rows = rows_for(kernels, runs, options.runs)
     return Report(
         model=options.spec,
@@ -525,6 +622,7 @@ def run_suite(options: Options, echo: Callable[[str], None] = lambda _: None) ->
             "turns": options.turns,
             "cmake_args": list(options.cmake_args),
             "timeout_s": options.timeout_s,
+            "gpus": list(options.gpus),
             "out": str(options.out),
             "work": str(work),
             "stem": stem,
@@ -533,7 +631,83 @@ def run_suite(options: Options, echo: Callable[[str], None] = lambda _: None) ->
         overall=summarize(rows, sum(1 for r in runs if r.error is not None)),
         runs=tuple(runs),
         wall_s=time.time() - started,
+        interrupted=interrupted,
+        not_run=tuple(app.name for app in apps if app.name not in ran),
     )
+
+
+def scanned_kernels(app: Path) -> list[Kernel]:
+    """The app's tagged regions outside its build folder (all of them when its configuration
+    cannot be read: the run then fails and names why)."""
+    try:
+        return app_kernels(app, build_dir_name(app))
+    except ConfigError:
+        return app_kernels(app)
+
+
+Job = tuple[Path, int]  # an app and the number of its run
+
+
+def run_jobs(
+    jobs: Sequence[Job], options: Options, base: Path, echo: Callable[[str], None]
+) -> tuple[list[AppRun | None], bool]:
+    """Every job's AppRun in the jobs' order, whatever order they finish in, and whether the
+    bench was interrupted. As many run at once as there are GPUs in `options.gpus`, each on a GPU
+    taken from a queue and given back when its run ends (so a GPU never idles while jobs wait);
+    without GPUs one at a time, in the caller's environment. On Ctrl-C the runs in flight are
+    stopped (see `run_app`) and the jobs not started yet give None."""
+    free: queue.Queue[str | None] = queue.Queue()
+    for gpu in options.gpus or (None,):
+        free.put(gpu)
+    stop = threading.Event()
+
+    def on_a_free_gpu(app: Path, run: int) -> AppRun | None:
+        if stop.is_set():
+            return None
+        gpu = free.get()
+        try:
+            say = _prefixed(echo, f"[{app.name} run {run}/{options.runs}]")
+            return run_app(app, run, options, base, say, gpu, stop)
+        finally:
+            free.put(gpu)
+
+    with ThreadPoolExecutor(max_workers=free.qsize(), thread_name_prefix="bench") as pool:
+        futures = [pool.submit(on_a_free_gpu, app, run) for app, run in jobs]
+        try:
+            return [f.result() for f in futures], False
+        except KeyboardInterrupt:
+            stop.set()
+            echo("interrupted: stopping the runs in flight; the report holds what finished")
+            return [f.result() for f in futures], True
+        except BaseException:
+            stop.set()  # a bug of ours: the other runs stop too rather than run on unreported
+            raise
+
+
+def kept_runs(jobs: Sequence[Job], results: Sequence[AppRun | None], base: Path) -> list[AppRun]:
+    """The runs of the report: every finished or stopped one, and for an app with one of those,
+    its runs that never started as "interrupted" (so its rows count all its runs); an app none
+    of whose runs started is left out."""
+    ran = {r.app for r in results if r is not None}
+    runs = []
+    for (app, run), result in zip(jobs, results, strict=True):
+        if result is not None:
+            runs.append(result)
+        elif app.name in ran:
+            why = f"{INTERRUPTED} before it started"
+            runs.append(AppRun(app.name, run, (), why, 0.0, str(base / app.name / f"run-{run}")))
+    return runs
+
+
+def _whole_lines(echo: Callable[[str], None]) -> Callable[[str], None]:
+    """`echo` for several threads: one line at a time, never two interleaved."""
+    lock = threading.Lock()
+
+    def locked(message: str) -> None:
+        with lock:
+            echo(message)
+
+    return locked
 
 
 def _prefixed(echo: Callable[[str], None], label: str) -> Callable[[str], None]:

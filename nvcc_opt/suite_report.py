@@ -99,6 +99,7 @@ class AppRun:
     error: str | None  # "configure failed: ...", None when optimize ran to the end
     wall_s: float
     work: str
+    gpu: str | None = None  # the CUDA_VISIBLE_DEVICES it ran with (--gpus); None: inherited
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,8 @@ class Report:
     runs: tuple[AppRun, ...] = field(default=())
     wall_s: float = 0.0
     sources: tuple[Source, ...] = ()  # a merged report's (`suite_merge`); none for a bench
+    interrupted: bool = False  # Ctrl-C: the runs in flight were stopped, later ones not started
+    not_run: tuple[str, ...] = ()  # apps left out because none of their runs started
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -391,7 +394,23 @@ def _header(report: Report) -> list[str]:
             f"  - `{s.file}` ({s.started_at}, {s.rows_kept} rows kept): `{s.command}`"
             for s in report.sources
         ]
+    lines += _gpu_lines(report)
+    if report.interrupted:
+        lines.append(
+            "- interrupted: the runs in flight were stopped (their rows say so); apps not run: "
+            + (", ".join(report.not_run) or "none")
+        )
     return [*lines, ""]
+
+
+def _gpu_lines(report: Report) -> list[str]:
+    """The GPU of each app run, on one line, where the bench ran apps on several (--gpus)."""
+    placed = [r for r in report.runs if r.gpu is not None]
+    if not placed:
+        return []
+    several = any(r.run > 1 for r in report.runs)
+    where = ", ".join(f"{r.app}{f' run {r.run}' if several else ''}: {r.gpu}" for r in placed)
+    return [f"- GPUs (one app at a time each): {where}"]
 
 
 def _table(rows: Sequence[KernelRow]) -> list[str]:

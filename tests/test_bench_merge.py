@@ -21,6 +21,7 @@ from nvcc_opt.suite_report import (
     Report,
     Tried,
     classify,
+    render_markdown,
     rows_for,
     summarize,
     write_report,
@@ -132,6 +133,25 @@ def test_a_report_of_an_older_bench_without_the_evidence_still_merges(
     old.write_text(json.dumps(data))
     merged = merge_reports([old, two[1]], tmp_path / "out")
     assert {r.region: r.tried for r in merged.rows}["atax_k"] == ()
+
+
+def test_the_gpu_each_run_had_survives_a_merge_and_an_older_report_has_none(
+    two: tuple[Path, Path], tmp_path: Path
+) -> None:
+    data = json.loads(two[1].read_text())
+    for run, gpu in zip(data["runs"], ("0", "1"), strict=True):
+        run["gpu"] = gpu  # as `bench suite --gpus 0,1` writes it
+    gpus = tmp_path / "gpus.json"
+    gpus.write_text(json.dumps(data))
+    old = json.loads(two[0].read_text())
+    for run in old["runs"]:
+        del run["gpu"]
+    del old["interrupted"], old["not_run"]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    merged = merge_reports([tmp_path / "old.json", gpus], tmp_path / "out")
+    assert [(r.app, r.gpu) for r in merged.runs] == [("atax", None), ("bfs", "1"), ("fir", "0")]
+    assert not merged.interrupted and merged.not_run == ()
+    assert "- GPUs (one app at a time each): bfs: 1, fir: 0\n" in render_markdown(merged)
 
 
 def test_different_models_or_a_file_that_is_not_a_report_are_refused(

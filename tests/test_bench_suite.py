@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -20,7 +23,9 @@ from nvcc_opt.agent.scripted import ScriptedModel
 from nvcc_opt.agent.trace import TraceWriter
 from nvcc_opt.bench_cli import bench
 from nvcc_opt.suite_bench import (
+    SuiteError,
     find_apps,
+    gpu_ids,
     kernel_runs,
     parse_optimize_output,
     read_tried,
@@ -425,7 +430,8 @@ def _answer(code: str, explanation: str) -> str:
 
 @needs_nvcc
 @pytest.mark.slow
-def test_the_bench_end_to_end(tmp_path: Path) -> None:
+@pytest.mark.parametrize("gpu", [None, "5"])  # a GPU id the host-only apps never touch
+def test_the_bench_end_to_end(tmp_path: Path, gpu: str | None) -> None:
     suite = tmp_path / "suite"
     shutil.copytree(MINI, suite)
     broken = _app(suite / "zeta")  # sorted last: fails to configure, the bench goes on
@@ -466,6 +472,7 @@ def test_the_bench_end_to_end(tmp_path: Path) -> None:
                 "--time",
                 "120",
                 "--cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90",
+                *(["--gpus", gpu] if gpu else []),
             ],  # fmt: skip
             cwd=tmp_path,
             env=env,
@@ -476,7 +483,9 @@ def test_the_bench_end_to_end(tmp_path: Path) -> None:
         requests = len(server.requests)
     assert done.returncode == 0, done.stdout + done.stderr
     assert requests == 3
-    assert "[alpha run 1/1] [accumulate] " in done.stderr and "[zeta run 1/1] error:" in done.stderr
+    region = "accumulate" if gpu is None else f"accumulate gpu {gpu}"  # optimize's --gpus
+    assert f"[alpha run 1/1] [{region}] " in done.stderr and "[zeta run 1/1] error:" in done.stderr
+    assert [r["gpu"] for r in json.loads(next(out.glob("*.json")).read_text())["runs"]] == [gpu] * 3
     assert '"rewrite_id"' not in done.stderr, "the JSON goes to the report, not the progress"
     (json_file,) = out.glob("suite-*-openai-scripted.json")
     md_file = json_file.with_suffix(".md")
@@ -511,10 +520,252 @@ def test_the_bench_end_to_end(tmp_path: Path) -> None:
     assert overall["geomean_speedup"] == pytest.approx(alpha["best_speedup"] ** (1 / 3))
     assert overall["failed_runs"] == 1 and overall["median_wall_s"] > 0
     assert report["command"].startswith(f"nvcc-opt bench suite --suite {suite} --model ")
-    assert report["command"].endswith("--cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90")
+    assert report["command"].endswith(
+        "--cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90" + (f" --gpus {gpu}" if gpu else "")
+    )
     assert report["machine"]["host"] and report["model"] == spec
     assert not user_store.exists(), "the user's store is never touched"
     assert not (suite / "alpha" / "build").exists(), "the suite's folders are never built in"
+
+
+# --- --gpus: one app per GPU at once -------------------------------------------------------
+
+# nvcc-opt's stand-in at the bench's process edge (its launcher: optimize's argv[0]). `optimize`
+# logs "start|end APP GPU ARGS" (GPU: its CUDA_VISIBLE_DEVICES), waits until FAKE_PARTNERS
+# optimizes run at once (or every app started), lingers as long as the app's `linger` file says,
+# sleeps for ever where the app has a `hang` file, and answers region k as optimize --json does;
+# on SIGINT it answers what it "verified" so far (k) and exits, as optimize does.
+FAKE_NVCC_OPT = """\
+import json, os, signal, sys, time
+from pathlib import Path
+
+log = Path(os.environ["FAKE_LOG"])
+app, gpu = Path.cwd().name, os.environ.get("CUDA_VISIBLE_DEVICES", "-")
+
+
+def event(kind):
+    with log.open("a") as f:
+        f.write(f"{kind} {app} {gpu} {' '.join(sys.argv[1:])}\\n")
+
+
+def answer(*_):
+    k = {"file": str(Path("src/k.cu").resolve()), "region": "k", "status": "original kept",
+         "reasons": ["no difference"], "wall_s": 0.5, "baseline_ms": 1.0}
+    print(json.dumps([k], indent=2), flush=True)
+    event("end")
+    sys.exit(130 if _ else 0)
+
+
+if sys.argv[1] != "optimize":
+    os.execvp(sys.argv[1], sys.argv[1:])
+signal.signal(signal.SIGINT, answer)
+event("start")
+print("[k] src/k.cu:2: optimizing", flush=True)
+deadline = time.monotonic() + 20
+partners, apps = int(os.environ["FAKE_PARTNERS"]), int(os.environ["FAKE_APPS"])
+while time.monotonic() < deadline:
+    kinds = [line.split()[0] for line in log.read_text().splitlines()]
+    active = kinds.count("start") - kinds.count("end")
+    if active >= partners or kinds.count("start") == apps:
+        break
+    time.sleep(0.05)
+time.sleep(float(Path("linger").read_text()) if Path("linger").exists() else 0)
+while Path("hang").exists():
+    time.sleep(0.1)
+answer()
+"""
+
+# configure and build write down the CUDA_VISIBLE_DEVICES they saw, in the build tree
+FAKE_CMAKE = """\
+cmake_minimum_required(VERSION 3.18)
+project(fake NONE)
+file(WRITE ${CMAKE_BINARY_DIR}/configure-gpu.txt "$ENV{CUDA_VISIBLE_DEVICES}")
+add_custom_target(gpu ALL COMMAND sh -c "printf %s \\"$CUDA_VISIBLE_DEVICES\\" >build-gpu.txt"
+                  WORKING_DIRECTORY ${CMAKE_BINARY_DIR} VERBATIM)
+"""
+
+
+def _fake_suite(tmp_path: Path, apps: str, **files: str) -> Path:
+    """A suite of host-only apps (no compiler needed) named by the letters of `apps`, each with
+    the tagged region k; `files` maps "APP/NAME" to a file's text (linger, hang, more regions)."""
+    suite = tmp_path / "suite"
+    for name in apps:
+        app = _app(suite / name)
+        (app / "CMakeLists.txt").write_text(FAKE_CMAKE)
+        (app / "src").mkdir()
+        (app / "src" / "k.cu").write_text("// @optimize\nint k() { return 1; }\n")
+    for where, text in files.items():
+        (suite / where).write_text(text)
+    return suite
+
+
+def _fake_bench(
+    tmp_path: Path, suite: Path, *args: str, partners: int = 1, **env: str
+) -> subprocess.Popen[str]:
+    """`nvcc-opt bench suite` in a process of its own, optimizing through FAKE_NVCC_OPT."""
+    fake = tmp_path / "fake-nvcc-opt"
+    fake.write_text(f"#!{sys.executable}\n{FAKE_NVCC_OPT}")
+    fake.chmod(0o755)
+    code = (
+        "import os, signal; import nvcc_opt.bench_cli as cli;"
+        " signal.signal(signal.SIGINT, signal.default_int_handler);"
+        " cli.launcher_path = lambda: os.environ['FAKE_LAUNCHER']; cli.bench()"
+    )
+    environ = {
+        **os.environ, "FAKE_LAUNCHER": str(fake), "FAKE_LOG": str(tmp_path / "events.log"),
+        "FAKE_PARTNERS": str(partners), "FAKE_APPS": str(len(find_apps(suite))), **env,
+    }  # fmt: skip
+    (tmp_path / "events.log").write_text("")
+    argv = [sys.executable, "-c", code, "suite", "--suite", str(suite), "--model", "search",
+            "--out", str(tmp_path / "results"), *args]  # fmt: skip
+    return subprocess.Popen(
+        argv, cwd=tmp_path, env=environ, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+def _finish(
+    bench_process: subprocess.Popen[str], out: Path, returncode: int = 0
+) -> tuple[dict[str, Any], str, str]:
+    """The report's JSON and Markdown under `out` and the progress, once the bench ended with
+    `returncode`."""
+    stdout, stderr = bench_process.communicate(timeout=120)
+    assert bench_process.returncode == returncode, stdout + stderr
+    (json_file,) = out.glob("suite-*.json")
+    return json.loads(json_file.read_text()), json_file.with_suffix(".md").read_text(), stderr
+
+
+def _events(tmp_path: Path) -> list[tuple[str, str, str, list[str]]]:
+    """(start|end, app, CUDA_VISIBLE_DEVICES, optimize's arguments) in the order they happened."""
+    found = []
+    for line in (tmp_path / "events.log").read_text().splitlines():
+        kind, app, gpu, *args = line.split()
+        found.append((kind, app, gpu, args))
+    return found
+
+
+def _most_at_once(events: Sequence[tuple[str, str, str, list[str]]]) -> int:
+    """The most optimize runs in flight together; asserts that those never share a GPU."""
+    active: dict[str, str] = {}
+    most = 0
+    for kind, app, gpu, _ in events:
+        if kind == "start":
+            assert gpu not in active.values(), f"{app} shares GPU {gpu} with {active}"
+            active[app] = gpu
+            most = max(most, len(active))
+        else:
+            del active[app]
+    return most
+
+
+def test_apps_run_at_once_one_per_gpu_and_report_in_order(tmp_path: Path) -> None:
+    suite = _fake_suite(tmp_path, "abcd", **{"a/linger": "1.5"})  # a ends after b, c, d
+    report, md, stderr = _finish(
+        _fake_bench(tmp_path, suite, "--gpus", "0,1", partners=2), tmp_path / "results"
+    )
+    events = _events(tmp_path)
+    assert _most_at_once(events) == 2, events  # at once, never more than the GPUs
+    ends = [app for kind, app, _, _ in events if kind == "end"]
+    assert ends != sorted(ends) and ends[-1] == "a", events
+    for kind, _, gpu, args in events:
+        assert kind == "end" or args[-2:] == ["--gpus", gpu], "optimize's own runs: same GPU"
+    runs = report["runs"]
+    assert [(r["app"], r["run"]) for r in runs] == [("a", 1), ("b", 1), ("c", 1), ("d", 1)]
+    assert [row["app"] for row in report["rows"]] == ["a", "b", "c", "d"]
+    assert {r["gpu"] for r in runs} == {"0", "1"} and report["options"]["gpus"] == ["0", "1"]
+    for r in runs:  # configure, build and optimize all saw the run's GPU
+        build = Path(r["work"]) / r["app"] / "build"
+        assert (build / "configure-gpu.txt").read_text() == r["gpu"]
+        assert (build / "build-gpu.txt").read_text() == r["gpu"]
+        started = [g for kind, app, g, _ in events if kind == "start" and app == r["app"]]
+        assert started == [r["gpu"]] and r["error"] is None
+    assert all(row["verdict"] == "kept: no improvement" for row in report["rows"])
+    where = ", ".join(f"{r['app']}: {r['gpu']}" for r in runs)
+    assert f"- GPUs (one app at a time each): {where}\n" in md
+    progress = [line for line in stderr.splitlines() if not line.startswith("written: ")]
+    assert progress and all(line[:11] in {f"[{a} run 1/1]" for a in "abcd"} for line in progress)
+
+
+def test_without_gpus_one_app_at_a_time_in_the_callers_environment(tmp_path: Path) -> None:
+    suite = _fake_suite(tmp_path, "abc")
+    bench_process = _fake_bench(tmp_path, suite, CUDA_VISIBLE_DEVICES="inherited-7")
+    report, md, stderr = _finish(bench_process, tmp_path / "results")
+    events = _events(tmp_path)
+    assert _most_at_once(events) == 1
+    assert [(kind, app) for kind, app, _, _ in events] == [
+        ("start", "a"), ("end", "a"), ("start", "b"), ("end", "b"), ("start", "c"), ("end", "c"),
+    ]  # fmt: skip
+    assert {gpu for _, _, gpu, _ in events} == {"inherited-7"}
+    assert all("--gpus" not in args for _, _, _, args in events)
+    assert [r["gpu"] for r in report["runs"]] == [None, None, None]
+    assert report["options"]["gpus"] == [] and not report["interrupted"]
+    assert "GPUs" not in md and "[a run 1/1] configuring\n" in stderr
+    assert "[a run 1/1] [k] src/k.cu:2: optimizing" in stderr
+
+
+@pytest.mark.parametrize("gpus", [(), ("--gpus", "3")])
+def test_ctrl_c_stops_the_runs_in_flight_and_reports_what_finished(
+    tmp_path: Path, gpus: tuple[str, ...]
+) -> None:
+    regions = "// @optimize\nint k() { return 1; }\n// @optimize\nint j() { return 2; }\n"
+    suite = _fake_suite(tmp_path, "abc", **{"b/hang": "", "b/src/k.cu": regions})
+    bench_process = _fake_bench(tmp_path, suite, *gpus)
+    deadline = time.monotonic() + 60
+    while ("start", "b") not in [(k, a) for k, a, _, _ in _events(tmp_path)]:
+        assert time.monotonic() < deadline and bench_process.poll() is None
+        time.sleep(0.1)
+    bench_process.send_signal(signal.SIGINT)
+    report, md, stderr = _finish(bench_process, tmp_path / "results", 130)
+    assert report["interrupted"] and report["not_run"] == ["c"]
+    assert [(r["app"], r["error"]) for r in report["runs"]] == [("a", None), ("b", "interrupted")]
+    rows = {(row["app"], row["region"]): row["verdict"] for row in report["rows"]}
+    assert rows == {
+        ("a", "k"): "kept: no improvement",
+        ("b", "k"): "kept: no improvement",  # what optimize answered when interrupted is kept
+        ("b", "j"): "error: interrupted",
+    }
+    assert report["overall"]["failed_runs"] == 1
+    stopped = "- interrupted: the runs in flight were stopped (their rows say so); apps not run"
+    assert f"{stopped}: c\n" in md
+    assert "interrupted: stopping the runs in flight" in stderr
+
+
+def test_gpus_are_named_or_listed_by_nvidia_smi(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert gpu_ids(None) == () and gpu_ids(" 0, 2 ") == ("0", "2")
+    assert gpu_ids("GPU-5e1f") == ("GPU-5e1f",)
+    with pytest.raises(SuiteError, match="an entry is empty"):
+        gpu_ids("0,,1")
+    with pytest.raises(SuiteError, match="1 named twice"):
+        gpu_ids("0,1,1")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SuiteError, match="nvidia-smi is not on PATH"):
+        gpu_ids("all")
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(
+        '#!/bin/sh\n[ "$*" = "--query-gpu=index --format=csv,noheader" ] && printf "0\\n1\\n"\n'
+    )
+    smi.chmod(0o755)
+    assert gpu_ids("all") == ("0", "1")
+    smi.write_text("#!/bin/sh\nexit 0\n")
+    with pytest.raises(SuiteError, match="nvidia-smi lists no GPU"):
+        gpu_ids("all")
+    smi.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed: no driver' >&2; exit 9\n")
+    with pytest.raises(SuiteError, match="nvidia-smi exited 9: NVIDIA-SMI has failed"):
+        gpu_ids("all")
+
+
+def test_gpus_all_without_nvidia_smi_is_a_clear_error_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _app(tmp_path / "suite" / "alpha")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    out = tmp_path / "results"
+    args = ["suite", "--suite", str(tmp_path / "suite"), "--model", "search", "--out", str(out)]
+    done = CliRunner().invoke(bench, [*args, "--gpus", "all"])
+    assert done.exit_code == 1
+    assert "Error: --gpus all: nvidia-smi is not on PATH; name the GPUs" in done.output
+    assert not out.exists()
 
 
 def test_nvcc_opt_bench_is_a_subcommand_not_a_compiler(exe: str) -> None:
