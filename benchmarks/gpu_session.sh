@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Everything measured on the H200 in one call (results land in $OUT, then benchmarks/results/):
-#   1. the GPU tests: the example's own check, and the runtime red team;
+#   1. the GPU tests: the example's own check, the runtime red team, optimize's honest improvement
+#      landing in the build, and the search policy's structural rewrites computing what the
+#      originals do;
 #   2. the example end to end: build through nvcc-opt, import, verify, accept, rebuild, run;
 #   3. benchmark_code's noise behaviour (benchmarks/benchmark_code_noise.py), at the example's
 #      full size (2^24 elements, 400 repetitions) and [run] repeats (10 pairs) unless overridden;
@@ -27,7 +29,7 @@ parts="${PARTS:-tests e2e noise}"  # a call has at most 10 minutes: run the part
 want() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 want tests && step "GPU tests" && timeout "${TESTS_S:-200}" python3 -m pytest -q -p no:cacheprovider -m gpu \
-  ${GPU_TESTS:-tests/test_example_builds.py tests/test_redteam_gpu.py tests/test_tools_microbench.py tests/test_optimize_gpu.py} \
+  ${GPU_TESTS:-tests/test_example_builds.py tests/test_redteam_gpu.py tests/test_tools_microbench.py tests/test_optimize_gpu.py tests/test_search_structure.py tests/test_search_fusion.py tests/test_search_tiling.py} \
   -rA 2>&1 | tail -40 | tee "$OUT/gpu_tests.log"
 
 if want rebuild; then
