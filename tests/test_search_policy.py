@@ -256,7 +256,8 @@ def test_launch_changes_are_timed_even_when_the_kernels_code_is_the_same() -> No
         "block = 512" in code for code in timed
     )
     assert "const int block = 128;" in answer.final_code
-    assert not any("nvcc_opt_lane" in code for code in timed)  # kernel-only: same SASS, not timed
+    assert not any("nvcc_opt_row" in code for code in timed)  # kernel-only: same SASS, not timed
+    assert any("(n + block - 1) / block) * 32" in code for code in timed)  # the launch changes
 
 
 def test_a_launch_over_several_lines_is_read_to_its_end() -> None:

@@ -14,6 +14,7 @@ from nvcc_opt.search.structure import (
     block_quarter,
     block_wide,
     warp_rows,
+    warp_rows_grid,
 )
 from nvcc_opt.search.transforms import Facts
 from tests.conftest import gpu_available, needs_nvcc
@@ -105,6 +106,20 @@ def test_row_loops_it_cannot_see_are_safe_are_left_alone(case: str, why: str) ->
     assert warp_rows(case, FACTS) is None, why
 
 
+def test_a_warp_per_row_across_the_grid_multiplies_the_launch() -> None:
+    new = warp_rows_grid(ROWS, FACTS)
+    assert new is not None
+    assert "int i = (blockIdx.x * blockDim.x + threadIdx.x) / 32;" in new
+    assert "rows<<<(grid) * 32, block>>>(n, alpha, A, x, y);" in new
+    assert "nvcc_opt_row" not in new  # no loop over the block's rows
+    dim3 = ROWS.replace(
+        "int grid = (n + block - 1) / block;", "dim3 grid((n + block - 1) / block);"
+    )
+    assert warp_rows_grid(dim3, FACTS) is None  # a dim3 grid is not multiplied
+    both = [Change("r", "", transform="warp_rows"), Change("g", "", transform="warp_rows_grid")]
+    assert compose(ROWS, FACTS, both) is None
+
+
 def test_warp_rows_needs_whole_warps_per_block() -> None:
     assert warp_rows(ROWS, Facts()) is None  # block size unknown
     assert warp_rows(ROWS, Facts(block_sizes={"rows": 48})) is None
@@ -153,7 +168,13 @@ def test_a_shared_array_sized_by_the_block_constant_follows_it() -> None:
 
 def test_block_shapes_exclude_each_other_and_launch_bounds() -> None:
     names = [c.name for c in transform_changes(ROWS, FACTS)]
-    assert names[:4] == ["warp_rows", "block_half", "block_quarter", "block_double"]
+    assert names[:5] == [
+        "warp_rows_grid",
+        "warp_rows",
+        "block_half",
+        "block_quarter",
+        "block_double",
+    ]
     half, bounds = (
         Change("h", "", transform="block_half"),
         Change("b", "", transform="launch_bounds"),
@@ -213,8 +234,11 @@ int main() {{
 @needs_nvcc
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
-def test_warp_rows_computes_what_the_original_does_on_a_gpu(tmp_path: Path) -> None:
-    rewritten = warp_rows(ROWS, FACTS)
+@pytest.mark.parametrize("transform", [warp_rows, warp_rows_grid])
+def test_warp_rows_computes_what_the_original_does_on_a_gpu(
+    tmp_path: Path, transform: object
+) -> None:
+    rewritten = transform(ROWS, FACTS)  # type: ignore[operator]
     assert rewritten is not None
     source = tmp_path / "check.cu"
     source.write_text(PROGRAM.format(original=ROWS, rewritten=rewritten))

@@ -250,6 +250,60 @@ def warp_rows(code: str, facts: Facts) -> str | None:
     return edited(code, source, edits)
 
 
+def warp_rows_grid(code: str, facts: Facts) -> str | None:
+    """A warp per row with 32 times the blocks: each warp of the grid takes one row, for
+    kernels whose every launch is in the region with a scalar grid (which gets `* 32`)."""
+    source = Source(code)
+    edits = []
+    for kernel in source.kernels():
+        threads = facts.block_sizes.get(kernel.name)
+        grids = _scalar_grids(source, kernel.name)
+        shape = _row_loop(source, kernel) if threads and threads % WARP == 0 and grids else None
+        if shape is None or grids is None:
+            continue
+        body = kernel.body
+        edits.append(Edit(body.start_byte, body.end_byte, _rewrite(source, shape, per_block=False)))
+        edits += [
+            Edit(g.start_byte, g.end_byte, f"({source.text(g)}) * {WARP}".encode()) for g in grids
+        ]
+    return edited(code, source, edits)
+
+
+def _scalar_grids(source: Source, kernel: str) -> list[tree_sitter.Node] | None:
+    """The grid arguments of `kernel`'s launches in the region, when there are some and each
+    is a scalar (an expression, or a name declared with an integer type), else None."""
+    grids = []
+    for node in walk(source.root):
+        syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
+        function = node.child_by_field_name("function") if syntax is not None else None
+        if function is None or syntax is None or source.text(function) != kernel:
+            continue
+        grid = syntax.named_children[0] if syntax.named_children else None
+        if grid is None or not _scalar(source, grid):
+            return None
+        grids.append(grid)
+    return grids or None
+
+
+def _scalar(source: Source, grid: tree_sitter.Node) -> bool:
+    if grid.type != "identifier":
+        return grid.type in ("binary_expression", "parenthesized_expression", "number_literal")
+    for node in walk(source.root):
+        if node.type != "declaration":
+            continue
+        declared = {
+            source.text(d.child_by_field_name("declarator") or d)
+            for d in node.children_by_field_name("declarator")
+        }
+        kind = node.child_by_field_name("type")
+        if source.text(grid) in declared and kind is not None:
+            return (
+                kind.type in ("primitive_type", "sized_type_specifier")
+                or source.text(kind) == "size_t"
+            )
+    return False
+
+
 def _statements(node: tree_sitter.Node) -> list[tree_sitter.Node]:
     if node.type == "compound_statement":
         return [c for c in node.named_children if c.type != "comment"]
@@ -439,17 +493,28 @@ def _reads_along_rows(source: Source, loop: tree_sitter.Node, row: str, variable
     return False
 
 
-def _rewrite(source: Source, shape: RowLoop) -> bytes:
-    """The kernel body with each warp taking the block's rows in turn (see the module doc)."""
+def _rewrite(source: Source, shape: RowLoop, per_block: bool = True) -> bytes:
+    """The kernel body with each warp taking the block's rows in turn (see the module doc), or
+    (not `per_block`) with one row per warp of the grid."""
     lane, mine = "nvcc_opt_lane", "nvcc_opt_row"
-    index = re.sub(r"\bthreadIdx\s*\.\s*x\b", mine, source.text(shape.index))
+    if per_block:
+        head = [
+            "// each warp takes the block's rows in turn; its lanes read a row together",
+            f"const int {lane} = threadIdx.x % {WARP};",
+            f"for (int {mine} = threadIdx.x / {WARP}; {mine} < (int)blockDim.x;"
+            f" {mine} += (int)blockDim.x / {WARP}) {{",
+            re.sub(r"\bthreadIdx\s*\.\s*x\b", mine, source.text(shape.index)),
+        ]
+    else:
+        head = [
+            f"// one row per warp (the launch has {WARP} times the blocks); its lanes read it",
+            f"const int {lane} = threadIdx.x % {WARP};",
+            "{",
+            _per_warp(source, shape.index),
+        ]
     lines = [
         "{",
-        "// each warp takes the block's rows in turn; its lanes read a row together",
-        f"const int {lane} = threadIdx.x % {WARP};",
-        f"for (int {mine} = threadIdx.x / {WARP}; {mine} < (int)blockDim.x;"
-        f" {mine} += (int)blockDim.x / {WARP}) {{",
-        index,
+        *head,
         shape.guard + (" {" if shape.wraps else ""),
         *[_split_start(source, decl, shape.accumulators, lane) for decl in shape.decls],
         _strided(source, shape.loop, shape.variable, lane),
@@ -467,6 +532,16 @@ def _rewrite(source: Source, shape: RowLoop) -> bytes:
         "}",
     ]
     return _indent(lines, indentation(source, shape.index).decode() or "  ").encode()
+
+
+def _per_warp(source: Source, index: tree_sitter.Node) -> str:
+    """`int i = <global thread index>;` as `int i = (<global thread index>) / 32;`."""
+    declarator = index.child_by_field_name("declarator")
+    value = None if declarator is None else declarator.child_by_field_name("value")
+    assert value is not None  # _row_loop checked the shape
+    start, end = value.start_byte - index.start_byte, value.end_byte - index.start_byte
+    text = source.data[index.start_byte : index.end_byte]
+    return (text[:start] + f"({source.text(value)}) / {WARP}".encode() + text[end:]).decode()
 
 
 def _split_start(

@@ -342,6 +342,14 @@ TRANSFORMS: tuple[Transform, ...] = (
         "a warp per row for the row-per-thread reduction (lanes read the row together, then a"
         " shuffle sum)",
         structure.warp_rows,
+        group="rows",
+    ),
+    Transform(
+        "warp_rows_grid",
+        "a warp per row for the row-per-thread reduction, with 32 times the blocks",
+        structure.warp_rows_grid,
+        group="rows",
+        host_side=True,
     ),
     Transform(
         "const_restrict", "const __restrict__ on read-only pointer parameters", const_restrict
