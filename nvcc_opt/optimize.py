@@ -83,7 +83,13 @@ def optimize_region(
     limits = limits or Limits()
     chosen = choose_tools(tools, parity=parity, rng=random.Random(seed))
     with open_catalog(
-        config.root, region, config=config, runner=runner, launcher=launcher, label=label
+        config.root,
+        region,
+        config=config,
+        runner=runner,
+        launcher=launcher,
+        label=label,
+        extra=chosen,
     ) as catalog:
         assert catalog.bench is not None
         progress("building and timing the baseline")

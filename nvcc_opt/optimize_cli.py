@@ -20,7 +20,7 @@ from nvcc_opt.config import ConfigError, find_root, load
 from nvcc_opt.optimize import RegionResult, optimize_region
 from nvcc_opt.records import RewriteState
 from nvcc_opt.store.api import Store
-from nvcc_opt.tools.catalog import TOOL_NAMES, launcher_path
+from nvcc_opt.tools.catalog import OPTIONAL_TOOLS, TOOL_NAMES, launcher_path
 from nvcc_opt.tools.cli import find_region
 from nvcc_opt.tools.region import Region, RegionNotFound
 from nvcc_opt.tools.schema import ToolError
@@ -53,7 +53,12 @@ DEFAULT_TURNS = 30
 @click.option(
     "--model", "spec", required=True, help="search, openai:MODEL@URL, vllm:PATH, hf:PATH, smollm2"
 )
-@click.option("--tools", default=None, help=f"Comma-separated subset of {','.join(TOOL_NAMES)}.")
+@click.option(
+    "--tools",
+    default=None,
+    help=f"Comma-separated subset of {','.join(TOOL_NAMES)} [default: all six]; may add the "
+    f"optional {','.join(OPTIONAL_TOOLS)}.",
+)
 @click.option("--parity", is_flag=True, help="Offer 4-6 random tools (always benchmark_code).")
 @click.option(
     "--turns",

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from nvcc_opt.agent.answer import ANSWER_FORMAT
-from nvcc_opt.tools.catalog import TOOL_NAMES, declarations
+from nvcc_opt.tools.catalog import ALL_TOOL_NAMES, TOOL_NAMES, declarations
 from nvcc_opt.tools.region import Region
 
 ALWAYS_OFFERED = "benchmark_code"  # training parity: every rollout is offered it
@@ -69,14 +69,15 @@ def _read(template_name: str) -> str:
 
 def choose_tools(requested: Sequence[str] | None, *, parity: bool, rng: random.Random) -> list[str]:
     """The tools to offer, in the catalog's order: `requested` (e.g. from `--tools`), or with
-    `parity` 4 to 6 drawn at random with benchmark_code always among them, else all six."""
+    `parity` 4 to 6 of the paper's six drawn at random with benchmark_code always among them,
+    else the paper's six. Optional tools (profile_kernel) come only when requested."""
     if requested is not None and parity:
         raise PromptError("choose either a tool subset or training-parity mode, not both")
     if requested is not None:
-        unknown = sorted(set(requested) - set(TOOL_NAMES))
+        unknown = sorted(set(requested) - set(ALL_TOOL_NAMES))
         if unknown:
-            raise PromptError(f"unknown tools {unknown}; the tools are {', '.join(TOOL_NAMES)}")
-        return [name for name in TOOL_NAMES if name in requested]
+            raise PromptError(f"unknown tools {unknown}; the tools are {', '.join(ALL_TOOL_NAMES)}")
+        return [name for name in ALL_TOOL_NAMES if name in requested]
     if not parity:
         return list(TOOL_NAMES)
     others = [name for name in TOOL_NAMES if name != ALWAYS_OFFERED]
@@ -97,9 +98,9 @@ def build(
 
     `gpu` names the device (e.g. "NVIDIA H200"), `compile_target` the architectures the file is
     built for (e.g. "sm_90"); `baseline_ms` is None before the baseline was measured."""
-    unknown = [name for name in tools if name not in TOOL_NAMES]
+    unknown = [name for name in tools if name not in ALL_TOOL_NAMES]
     if unknown:
-        raise PromptError(f"unknown tools {unknown}; the tools are {', '.join(TOOL_NAMES)}")
+        raise PromptError(f"unknown tools {unknown}; the tools are {', '.join(ALL_TOOL_NAMES)}")
     if not gpu.strip() or not compile_target.strip():
         raise PromptError("the prompt needs the GPU's name and the compile target")
     system = render("system", gpu=gpu, compile_target=compile_target, answer_format=ANSWER_FORMAT)

@@ -1,10 +1,13 @@
-"""The six tools of the paper, in its order, built in one place for a project root and, when a
-region is given, for that region.
+"""The six tools of the paper, in its order, and the optional profile_kernel, built in one place
+for a project root and, when a region is given, for that region.
 
-`declarations()` describes every tool without building anything (schemas, prompt text);
-`open_catalog` builds the tools that can run, and `Catalog.close()` removes the scratch folders
-they made. benchmark_code and compiler_analysis work on one region, so they exist only when a
-region is given; microbench_code and the file tools need only the root.
+`TOOL_NAMES` are the paper's six: what a model is offered by default, and what training parity
+draws from. `OPTIONAL_TOOLS` (profile_kernel) exist only when asked for by name.
+`declarations()` describes every tool, the optional ones too, without building anything (schemas,
+prompt text); `open_catalog` builds the tools that can run, and `Catalog.close()` removes the
+scratch folders they made. benchmark_code, compiler_analysis and profile_kernel work on one
+region, so they exist only when a region is given; microbench_code and the file tools need only
+the root.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import shutil
 import sys
 import tempfile
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -25,6 +28,7 @@ from nvcc_opt.tools.analysis import Analysis
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.files import ProjectFiles
 from nvcc_opt.tools.microbench import Microbench
+from nvcc_opt.tools.profile import Profile
 from nvcc_opt.tools.region import Region
 from nvcc_opt.tools.schema import Tool, Toolbox
 from nvcc_opt.workspace.runner import ProcessRunner, Runner
@@ -37,8 +41,13 @@ _DECLARED: dict[str, Callable[..., str]] = {
     "list_dir": ProjectFiles.list_dir,
     "search": ProjectFiles.search,
 }
-TOOL_NAMES = tuple(_DECLARED)
-REGION_TOOLS = frozenset({"benchmark_code", "compiler_analysis"})
+_OPTIONAL: dict[str, Callable[..., str]] = {
+    "profile_kernel": Profile.profile_kernel,
+}
+TOOL_NAMES = tuple(_DECLARED)  # the paper's six: the default everywhere
+OPTIONAL_TOOLS = tuple(_OPTIONAL)  # offered only when named (e.g. --tools ...,profile_kernel)
+ALL_TOOL_NAMES = TOOL_NAMES + OPTIONAL_TOOLS
+REGION_TOOLS = frozenset({"benchmark_code", "compiler_analysis", "profile_kernel"})
 
 
 def launcher_path() -> str:
@@ -55,10 +64,11 @@ def launcher_path() -> str:
 
 
 def declarations() -> Toolbox:
-    """Every tool's declaration, in the paper's order, bound to no project: for schemas and
-    prompt text only (a call fails)."""
+    """Every tool's declaration, the paper's six in its order and then the optional ones, bound
+    to no project: for schemas and prompt text only (a call fails)."""
     unbound = object()  # a method's schema leaves out `self`, so bind it to a placeholder
-    return Toolbox(Tool.from_function(types.MethodType(f, unbound)) for f in _DECLARED.values())
+    declared = [*_DECLARED.values(), *_OPTIONAL.values()]
+    return Toolbox(Tool.from_function(types.MethodType(f, unbound)) for f in declared)
 
 
 def has_config(root: Path) -> bool:
@@ -100,13 +110,19 @@ def open_catalog(
     runner: Runner | None = None,
     launcher: str | None = None,
     label: str = "explore",
+    extra: Iterable[str] = (),
 ) -> Catalog:
     """The tools for `root`: all six with a region, else microbench_code and the file tools.
 
+    `extra` names optional tools to build too, with a region (names of the six in it are
+    ignored, so a model's whole selection may be passed; ValueError for an unknown name).
     `config` defaults to the configuration at `root` (read when a region is given or a
     configuration file exists; ConfigError when it is wrong). microbench_code runs on the
     configuration's first GPU, else on the inherited CUDA_VISIBLE_DEVICES. `label` names the
     private build trees of benchmark_code and compiler_analysis."""
+    unknown = sorted(set(extra) - set(ALL_TOOL_NAMES))
+    if unknown:
+        raise ValueError(f"unknown tools {unknown}; the tools are {', '.join(ALL_TOOL_NAMES)}")
     if config is None and (region is not None or has_config(root)):
         config = load(root)
     runner = runner or ProcessRunner()
@@ -117,5 +133,8 @@ def open_catalog(
     if region is None or config is None:
         return Catalog(Toolbox.from_objects(microbench, files), files, microbench, None)
     bench = Benchmark(config, region, runner, launcher or launcher_path(), label=label)
-    tools = Toolbox.from_objects(bench, microbench, Analysis(bench), files)
+    contexts: list[object] = [bench, microbench, Analysis(bench), files]
+    if "profile_kernel" in set(extra):
+        contexts.append(Profile(bench))
+    tools = Toolbox.from_objects(*contexts)
     return Catalog(tools, files, microbench, bench)

@@ -8,23 +8,24 @@ from pathlib import Path
 import click
 
 from nvcc_opt.config import ConfigError, find_root
-from nvcc_opt.tools.catalog import REGION_TOOLS, declarations, open_catalog
+from nvcc_opt.tools.catalog import OPTIONAL_TOOLS, REGION_TOOLS, declarations, open_catalog
 from nvcc_opt.tools.region import Region, RegionNotFound
 from nvcc_opt.tools.schema import Toolbox, is_error
 
 NEEDS_REGION = "needs --region FILE:NAME, the region it works on"
+OPTIONAL = "optional: not offered to a model unless named, e.g. optimize --tools ...,{name}"
 LABEL = "tool"  # its own private trees: an optimize run's trees are not disturbed
 
 
 def describe(tools: Toolbox, region_given: bool) -> str:
-    """Every tool as a prompt shows it; without a region, the region tools say what they need."""
+    """Every tool as a prompt shows it; without a region, the region tools say what they need;
+    the optional tools say so."""
     texts = []
     for name, one in tools.tools.items():
-        text = one.prompt_text()
-        if name in REGION_TOOLS and not region_given:
-            signature, rest = text.split("\n", 1)
-            text = f"{signature}\n    ({NEEDS_REGION})\n{rest}"
-        texts.append(text)
+        signature, rest = one.prompt_text().split("\n", 1)
+        notes = [NEEDS_REGION] if name in REGION_TOOLS and not region_given else []
+        notes += [OPTIONAL.format(name=name)] if name in OPTIONAL_TOOLS else []
+        texts.append("\n".join([signature, *(f"    ({note})" for note in notes), rest]))
     return "\n\n".join(texts)
 
 
@@ -54,8 +55,8 @@ def find_region(spec: str, param_hint: str = "--region") -> Region:
     "region_spec",
     metavar="FILE:NAME",
     default=None,
-    help="The region benchmark_code and compiler_analysis work on: its file (relative to here) "
-    "and its name, e.g. src/k.cu:my_kernel.",
+    help="The region benchmark_code, compiler_analysis and profile_kernel work on: its file "
+    "(relative to here) and its name, e.g. src/k.cu:my_kernel.",
 )
 @click.option("--schema", is_flag=True, help="Print NAME's JSON schema instead of calling it.")
 def tool_command(
@@ -82,7 +83,7 @@ def tool_command(
     region = find_region(region_spec) if name in REGION_TOOLS and region_spec else None
     project = root or find_root(Path.cwd()) or Path.cwd()
     try:
-        catalog = open_catalog(project, region, label=LABEL)
+        catalog = open_catalog(project, region, label=LABEL, extra=OPTIONAL_TOOLS)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
     with catalog:
