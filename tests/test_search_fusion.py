@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from nvcc_opt.search.changes import transform_changes
 from nvcc_opt.search.fusion import fuse
 from nvcc_opt.search.transforms import Facts
 from tests.conftest import gpu_available, needs_nvcc
+from tests.cuda_programs import assert_compiles, assert_program_passes
 
 STEPS = """\
 struct Arrays { const double* a; double* b; double* c; };
@@ -87,13 +87,7 @@ def test_a_statement_between_launches_splits_the_run() -> None:
 def test_the_fused_kernel_compiles(tmp_path: Path) -> None:
     new = fuse(STEPS, Facts())
     assert new is not None
-    (tmp_path / "f.cu").write_text(new)
-    done = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-c", str(tmp_path / "f.cu"), "-o", str(tmp_path / "f.o")],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
+    assert_compiles(new, tmp_path)
 
 
 PROGRAM = """\
@@ -124,10 +118,4 @@ int main() {{
 def test_the_fused_pass_computes_what_the_steps_do_on_a_gpu(tmp_path: Path) -> None:
     rewritten = fuse(STEPS, Facts())
     assert rewritten is not None
-    (tmp_path / "check.cu").write_text(PROGRAM.format(original=STEPS, rewritten=rewritten))
-    binary = tmp_path / "check"
-    subprocess.run(
-        ["nvcc", "-arch=sm_90", "-o", str(binary), str(tmp_path / "check.cu")], check=True
-    )
-    done = subprocess.run([binary], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert_program_passes(PROGRAM.format(original=STEPS, rewritten=rewritten), tmp_path)

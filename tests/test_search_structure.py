@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from nvcc_opt.search.structure import (
 )
 from nvcc_opt.search.transforms import Facts
 from tests.conftest import gpu_available, needs_nvcc
+from tests.cuda_programs import assert_compiles, assert_program_passes
 
 ROWS = """\
 __global__ void rows(int n, float alpha, const float* A, const float* x, float* y) {
@@ -191,16 +191,10 @@ def test_warp_rows_and_block_shapes_compile(tmp_path: Path) -> None:
         "rows": warp_rows(ROWS, FACTS),
         "early": warp_rows(EARLY_RETURN, Facts(block_sizes={"early": 128})),
         "grid": block_wide(GRID_2D, Facts()),
+        "per_warp": warp_rows_grid(ROWS, FACTS),
     }.items():
         assert code is not None
-        source = tmp_path / f"{name}.cu"
-        source.write_text("float f(float);\n" + code)
-        done = subprocess.run(
-            ["nvcc", "-arch=sm_90", "-c", str(source), "-o", str(tmp_path / f"{name}.o")],
-            capture_output=True,
-            text=True,
-        )
-        assert done.returncode == 0, done.stderr
+        assert_compiles(code, tmp_path, name)
 
 
 PROGRAM = """\
@@ -240,9 +234,4 @@ def test_warp_rows_computes_what_the_original_does_on_a_gpu(
 ) -> None:
     rewritten = transform(ROWS, FACTS)  # type: ignore[operator]
     assert rewritten is not None
-    source = tmp_path / "check.cu"
-    source.write_text(PROGRAM.format(original=ROWS, rewritten=rewritten))
-    binary = tmp_path / "check"
-    subprocess.run(["nvcc", "-arch=sm_90", "-o", str(binary), str(source)], check=True)
-    done = subprocess.run([binary], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert_program_passes(PROGRAM.format(original=ROWS, rewritten=rewritten), tmp_path)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from nvcc_opt.search.changes import Change, compose
 from nvcc_opt.search.tiling import tile_matmul
 from nvcc_opt.search.transforms import Facts
 from tests.conftest import gpu_available, needs_nvcc
+from tests.cuda_programs import assert_compiles, assert_program_passes
 
 PRODUCT = """\
 __global__ void mm(int n, int m, float alpha, const float* A, const float* B, float* C) {
@@ -74,13 +74,7 @@ def test_tiles_exclude_other_block_shapes() -> None:
 def test_the_tiled_product_compiles(tmp_path: Path) -> None:
     new = tile_matmul(PRODUCT, Facts())
     assert new is not None
-    (tmp_path / "t.cu").write_text(new)
-    done = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-c", str(tmp_path / "t.cu"), "-o", str(tmp_path / "t.o")],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
+    assert_compiles(new, tmp_path)
 
 
 PROGRAM = """\
@@ -115,10 +109,4 @@ int main() {{
 def test_the_tiled_product_is_the_same_float_for_float_on_a_gpu(tmp_path: Path) -> None:
     rewritten = tile_matmul(PRODUCT, Facts())
     assert rewritten is not None
-    (tmp_path / "check.cu").write_text(PROGRAM.format(original=PRODUCT, rewritten=rewritten))
-    binary = tmp_path / "check"
-    subprocess.run(
-        ["nvcc", "-arch=sm_90", "-o", str(binary), str(tmp_path / "check.cu")], check=True
-    )
-    done = subprocess.run([binary], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert_program_passes(PROGRAM.format(original=PRODUCT, rewritten=rewritten), tmp_path)

@@ -228,6 +228,27 @@ def edited(code: str, source: Source, edits: list[Edit]) -> str | None:
     return new if Source(new).errors() <= source.errors() else None
 
 
+def launch_calls(source: Source) -> Iterator[tuple[str, list[tree_sitter.Node]]]:
+    """(kernel name, [grid, block, ...] nodes) of every `kernel<<<grid, block>>>(...)`."""
+    for node in walk(source.root):
+        if node.type != "call_expression":
+            continue
+        syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
+        function = node.child_by_field_name("function")
+        config = [] if syntax is None else syntax.named_children
+        if function is not None and len(config) >= 2:
+            yield source.text(function), config
+
+
+def fresh_name(stem: str, used: set[str]) -> str:
+    """`stem`, or `stem2`, `stem3`, ...: the first not in `used`."""
+    name, n = stem, 1
+    while name in used:
+        n += 1
+        name = f"{stem}{n}"
+    return name
+
+
 def indentation(source: Source, node: tree_sitter.Node) -> bytes:
     """The whitespace before `node` on its line."""
     line_start = source.data.rfind(b"\n", 0, node.start_byte) + 1

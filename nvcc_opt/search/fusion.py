@@ -20,8 +20,17 @@ from typing import TYPE_CHECKING
 
 import tree_sitter
 
-from nvcc_opt.search.cuda import Edit, Kernel, Source, edited, identifiers, indentation, walk
-from nvcc_opt.search.structure import guarded_rest, is_global_index, statement_text
+from nvcc_opt.search.cuda import (
+    Edit,
+    Kernel,
+    Source,
+    edited,
+    fresh_name,
+    identifiers,
+    indentation,
+    walk,
+)
+from nvcc_opt.search.structure import global_index_name, guarded_rest, statement_text
 
 if TYPE_CHECKING:
     from nvcc_opt.search.transforms import Facts
@@ -59,7 +68,7 @@ def fuse(code: str, facts: Facts) -> str | None:
             kernels = [steps[_launched(source, s)[0]] for s in run]
             names = [k.kernel.name for k in kernels]
             stem = "_".join(names) if len(names) == 2 else f"{names[0]}_to_{names[-1]}"
-            name = _fresh(f"fused_{stem}", used)
+            name = fresh_name(f"fused_{stem}", used)
             used.add(name)
             edits.append(
                 Edit(function.start_byte, function.start_byte, _kernel(source, name, kernels))
@@ -71,14 +80,9 @@ def fuse(code: str, facts: Facts) -> str | None:
 
 def _step(source: Source, kernel: Kernel) -> Step | None:
     body = [c for c in kernel.body.named_children if c.type != "comment"]
-    if len(body) < 2 or body[0].type != "declaration":
+    row = global_index_name(source, body[0]) if len(body) >= 2 else None
+    if row is None:
         return None
-    declarator = body[0].child_by_field_name("declarator")
-    value = None if declarator is None else declarator.child_by_field_name("value")
-    name = None if declarator is None else declarator.child_by_field_name("declarator")
-    if value is None or name is None or not is_global_index(source.text(value)):
-        return None
-    row = source.text(name)
     guarded = guarded_rest(source, body, row)
     if guarded is None:
         return None
@@ -207,11 +211,3 @@ def _kernel(source: Source, name: str, steps: list[Step]) -> bytes:
         lines.append(unit + "}")
     lines += ["}", "", ""]
     return "\n".join(lines).encode()
-
-
-def _fresh(stem: str, used: set[str]) -> str:
-    name, n = stem, 1
-    while name in used:
-        n += 1
-        name = f"{stem}{n}"
-    return name

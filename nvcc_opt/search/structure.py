@@ -25,7 +25,16 @@ from typing import TYPE_CHECKING
 
 import tree_sitter
 
-from nvcc_opt.search.cuda import Edit, Kernel, Source, edited, identifiers, indentation, walk
+from nvcc_opt.search.cuda import (
+    Edit,
+    Kernel,
+    Source,
+    edited,
+    identifiers,
+    indentation,
+    launch_calls,
+    walk,
+)
 
 if TYPE_CHECKING:
     from nvcc_opt.search.transforms import Facts
@@ -56,19 +65,14 @@ def block_sizes(source: Source) -> list[BlockSize]:
     for kernels with no shared arrays sized apart from them and no `__launch_bounds__`."""
     kernels = {k.name: k for k in source.kernels()}
     found: dict[int, BlockSize] = {}
-    for node in walk(source.root):
-        if node.type != "call_expression":
-            continue
-        syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
-        function = node.child_by_field_name("function")
-        config = [] if syntax is None else syntax.named_children
-        if function is None or len(config) < 2 or config[1].type != "identifier":
+    for launched, config in launch_calls(source):
+        if config[1].type != "identifier":
             continue
         name = source.text(config[1])
         definition = _definition(source, name)
         if definition is None or name not in _grid_names(source, config[0]):
             return []  # a launch whose grid would not follow: change none
-        kernel = kernels.get(source.text(function))
+        kernel = kernels.get(launched)
         if kernel is not None and (kernel.launch_bounds or _shared_apart(source, kernel, name)):
             return []
         found[definition.numbers[0].start_byte] = definition
@@ -79,18 +83,11 @@ def launch_shapes(source: Source) -> dict[str, tuple[int, ...]]:
     """Kernel -> its block shape, for kernels of the region whose every launch in the region
     uses one block constant defined there by literals."""
     shapes: dict[str, set[tuple[int, ...] | None]] = {}
-    for node in walk(source.root):
-        if node.type != "call_expression":
-            continue
-        syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
-        function = node.child_by_field_name("function")
-        config = [] if syntax is None else syntax.named_children
-        if function is None or len(config) < 2:
-            continue
+    for launched, config in launch_calls(source):
         block = (
             _definition(source, source.text(config[1])) if config[1].type == "identifier" else None
         )
-        shapes.setdefault(source.text(function), set()).add(None if block is None else block.values)
+        shapes.setdefault(launched, set()).add(None if block is None else block.values)
     agreed: dict[str, tuple[int, ...]] = {}
     for name, found in shapes.items():
         only = next(iter(found)) if len(found) == 1 else None
@@ -273,15 +270,12 @@ def _scalar_grids(source: Source, kernel: str) -> list[tree_sitter.Node] | None:
     """The grid arguments of `kernel`'s launches in the region, when there are some and each
     is a scalar (an expression, or a name declared with an integer type), else None."""
     grids = []
-    for node in walk(source.root):
-        syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
-        function = node.child_by_field_name("function") if syntax is not None else None
-        if function is None or syntax is None or source.text(function) != kernel:
+    for launched, config in launch_calls(source):
+        if launched != kernel:
             continue
-        grid = syntax.named_children[0] if syntax.named_children else None
-        if grid is None or not _scalar(source, grid):
+        if not _scalar(source, config[0]):
             return None
-        grids.append(grid)
+        grids.append(config[0])
     return grids or None
 
 
@@ -319,20 +313,27 @@ def is_global_index(text: str) -> bool:
     return CASTS.sub("", _squeeze(text)) in ROW_INDEX
 
 
-def _row_loop(source: Source, kernel: Kernel) -> RowLoop | None:
-    body = _statements(kernel.body)
-    if len(body) < 2 or body[0].type != "declaration" or "__shared__" in source.text(kernel.body):
-        return None
-    declarator = body[0].child_by_field_name("declarator")
+def global_index_name(source: Source, node: tree_sitter.Node) -> str | None:
+    """`i` when `node` is `T i = blockIdx.x * blockDim.x + threadIdx.x;`, else None."""
+    declarator = node.child_by_field_name("declarator") if node.type == "declaration" else None
     value = None if declarator is None else declarator.child_by_field_name("value")
     name = None if declarator is None else declarator.child_by_field_name("declarator")
     if value is None or name is None or not is_global_index(source.text(value)):
+        return None
+    return source.text(name)
+
+
+def _row_loop(source: Source, kernel: Kernel) -> RowLoop | None:
+    body = _statements(kernel.body)
+    if len(body) < 2 or "__shared__" in source.text(kernel.body):
+        return None
+    row = global_index_name(source, body[0])
+    if row is None:
         return None
     builtins = ("threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "__syncwarp")
     uses = [n for n in walk(kernel.body) if n.type == "identifier" and source.text(n) in builtins]
     if len(uses) != 3:  # only the three of the row index
         return None
-    row = source.text(name)
     guarded = _guard(source, body[1], row)
     if guarded is None:
         return None

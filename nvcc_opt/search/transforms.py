@@ -21,6 +21,7 @@ from nvcc_opt.search.cuda import (
     Kernel,
     Source,
     edited,
+    fresh_name,
     identifiers,
     indentation,
     modified,
@@ -198,7 +199,7 @@ def hoist(code: str, facts: Facts) -> str | None:
             declared = b""
             for text, nodes in candidates.items():
                 pointer = read_only[text.split("[", 1)[0].strip()]
-                name = _fresh(f"{pointer.name}_hoisted", used)
+                name = fresh_name(f"{pointer.name}_hoisted", used)
                 used.add(name)
                 declared += f"const {pointer.element} {name} = {text};\n".encode() + indent
                 edits += [Edit(n.start_byte, n.end_byte, name.encode()) for n in nodes]
@@ -219,14 +220,6 @@ def _invariant(source: Source, read: tree_sitter.Node, changed: set[str]) -> boo
         if node.type == "identifier" and source.text(node) in changed:
             return False
     return True
-
-
-def _fresh(stem: str, used: set[str]) -> str:
-    name, n = stem, 1
-    while name in used:
-        n += 1
-        name = f"{stem}{n}"
-    return name
 
 
 def _loops(kernel: Kernel) -> list[tree_sitter.Node]:
