@@ -11,7 +11,7 @@
 #      SUITE_GPUS (e.g. 0,1,2,3 or all) passes --gpus: one app per GPU at once, on a machine with
 #      several. At SUITE_S seconds (default 530) the bench gets SIGINT: it stops the runs in
 #      flight (up to 30 s) and still writes the report of what finished; SIGKILL 40 s later.
-# Wheels the machine lacks travel in .whl/ (see the device notes in benchmarks/README.md).
+# Wheels the machine lacks travel in .whl/ (benchmarks/README.md, "gpu_session.sh").
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
 mkdir -p "$OUT"
