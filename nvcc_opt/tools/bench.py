@@ -25,7 +25,7 @@ from nvcc_opt.verify.measure import Build, MeasureError, check, measure, run_onc
 from nvcc_opt.verify.stats import Comparison
 from nvcc_opt.verify.verdict import Verdict, decide
 from nvcc_opt.workspace.runner import Runner
-from nvcc_opt.workspace.tree import PrivateTree, TreeError
+from nvcc_opt.workspace.tree import BuildResult, PrivateTree, TreeError
 
 
 @dataclass
@@ -80,6 +80,18 @@ class Benchmark:
             self._trees = (base, cand)
         return self._trees
 
+    def build_candidate(
+        self, code: str, compile_args: list[str], name: str = "candidate"
+    ) -> tuple[BuildResult, PrivateTree]:
+        """The candidate tree built with `code` in place of the region and `compile_args` for
+        its file (staged as `<name>.json` in the scratch folder)."""
+        _, tree = self.trees()
+        staged = self.scratch / f"{name}.json"
+        candidate.write(
+            str(staged), str(self.region.file), self.region.text_hash, code, compile_args
+        )
+        return tree.build(candidate_file=staged, timeout_s=self.config.build.timeout_s), tree
+
     def baseline(self) -> Build:
         base, _ = self.trees()
         result = base.build(candidate_file=None, timeout_s=self.config.build.timeout_s)
@@ -105,12 +117,7 @@ class Benchmark:
             baseline = self.baseline()
         except TreeError as exc:
             raise ToolError(str(exc)) from exc
-        _, tree = self.trees()
-        staged = self.scratch / "candidate.json"
-        candidate.write(
-            str(staged), str(self.region.file), self.region.text_hash, code, compile_args
-        )
-        built = tree.build(candidate_file=staged, timeout_s=self.config.build.timeout_s)
+        built, tree = self.build_candidate(code, compile_args)
         if not built.ok:
             return decide(False, built.errors, None, None)
         candidate_build = Build(tree.path)

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvcc_opt.launcher import candidate
 from nvcc_opt.tools import ncu, ptxas
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.schema import ToolError, tool
@@ -108,14 +107,10 @@ class Profile:
 
     def _build(self, text: str, compile_args: list[str]) -> Path:
         """The candidate tree built with `text` as the region: benchmark_code's tree and build."""
-        region = self.bench.region
         try:
-            _, tree = self.bench.trees()
+            built, tree = self.bench.build_candidate(text, compile_args, "profile-candidate")
         except TreeError as exc:
             raise ToolError(f"{exc}\nFix the build settings ([build] in nvcc-opt.toml).") from exc
-        staged = self.bench.scratch / "profile-candidate.json"
-        candidate.write(str(staged), str(region.file), region.text_hash, text, compile_args)
-        built = tree.build(candidate_file=staged, timeout_s=self.bench.config.build.timeout_s)
         if not built.ok:
             raise ToolError(
                 f"the code does not build, so there is nothing to profile:\n{built.errors}\n"
