@@ -29,7 +29,7 @@ parts="${PARTS:-tests e2e noise}"  # a call has at most 10 minutes: run the part
 want() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 want tests && step "GPU tests" && timeout "${TESTS_S:-200}" python3 -m pytest -q -p no:cacheprovider -m gpu \
-  ${GPU_TESTS:-tests/test_example_builds.py tests/test_redteam_gpu.py tests/test_tools_microbench.py tests/test_optimize_gpu.py tests/test_search_structure.py tests/test_search_fusion.py tests/test_search_tiling.py tests/test_tools_profile.py} \
+  ${GPU_TESTS:-tests/test_example_builds.py tests/test_redteam_gpu.py tests/test_tools_microbench.py tests/test_optimize_gpu.py tests/test_search_structure.py tests/test_search_fusion.py tests/test_search_tiling.py tests/test_search_privatize.py tests/test_tools_profile.py} \
   -rA 2>&1 | tail -40 | tee "$OUT/gpu_tests.log"
 
 if want rebuild; then

@@ -15,6 +15,7 @@ FIRST = (
     "warp_rows_grid",
     "warp_rows",
     "tile_matmul",
+    "shared_atomics",
     "block_half",
     "block_quarter",
     "block_wide",

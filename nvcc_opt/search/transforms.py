@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 
-from nvcc_opt.search import fusion, structure, tiling
+from nvcc_opt.search import fusion, privatize, structure, tiling
 from nvcc_opt.search.cuda import (
     LDG_TYPES,
     Edit,
@@ -361,6 +361,11 @@ TRANSFORMS: tuple[Transform, ...] = (
         "__launch_bounds__ matching the launch's block size",
         launch_bounds,
         group="block",
+    ),
+    Transform(
+        "shared_atomics",
+        "atomic adds onto a few counters privatized per block in shared memory",
+        privatize.shared_atomics,
     ),
     Transform(
         "tile_matmul",

@@ -1,0 +1,176 @@
+"""Atomic adds onto a few addresses, privatized per block in shared memory.
+
+`atomicAdd(&counters[i % kCounters], w[i])` from every thread makes all of a grid's threads
+contend for kCounters addresses in global memory. With a copy of the counters in shared memory
+per block, the contention stays inside the block, and each block adds its kCounters partial
+sums to global memory once at the end.
+
+The transform applies to a kernel whose every use of a pointer parameter P is the address of an
+`atomicAdd(&P[e % B], v)`, where B is a compile-time constant (a literal or a name that is not a
+parameter or local of the kernel), so B bounds the index. The kernel's statements run inside
+`do { ... } while (0)` with each `return;` as `break;` (so every thread reaches the barriers),
+which needs every return outside loops and switches. The order of the additions changes (as it
+does between runs of any atomic sum): the application's tolerance must allow that, and
+benchmark_code checks it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import tree_sitter
+
+from nvcc_opt.search.cuda import (
+    Edit,
+    Kernel,
+    PointerParam,
+    Source,
+    edited,
+    identifiers,
+    indentation,
+    modified,
+    walk,
+)
+
+if TYPE_CHECKING:
+    from nvcc_opt.search.transforms import Facts
+
+LOOPS = ("for_statement", "while_statement", "do_statement", "switch_statement")
+
+
+@dataclass(frozen=True)
+class Target:
+    pointer: PointerParam
+    bound: str  # B
+    addresses: list[tree_sitter.Node]  # each `&P[...]`, the atomicAdd's first argument
+
+
+def shared_atomics(code: str, facts: Facts) -> str | None:
+    source = Source(code)
+    edits = []
+    for kernel in source.kernels():
+        target = _target(source, kernel)
+        if target is not None and _returns_can_break(source, kernel):
+            edits.append(
+                Edit(kernel.body.start_byte, kernel.body.end_byte, _body(source, kernel, target))
+            )
+    return edited(code, source, edits)
+
+
+def _target(source: Source, kernel: Kernel) -> Target | None:
+    runtime = set(kernel.params) | modified(source, kernel.body)
+    for pointer in kernel.pointers:
+        uses = [
+            n
+            for n in walk(kernel.body)
+            if n.type == "identifier" and source.text(n) == pointer.name
+        ]
+        if not uses:
+            continue
+        addresses, bounds = [], set()
+        for use in uses:
+            found = _atomic_address(source, use)
+            if found is None:
+                break
+            address, bound = found
+            if identifiers(source, bound) & runtime:
+                break
+            addresses.append(address)
+            bounds.add("".join(source.text(bound).split()))
+        else:
+            if len(bounds) == 1:
+                return Target(pointer, bounds.pop(), addresses)
+    return None
+
+
+def _atomic_address(
+    source: Source, use: tree_sitter.Node
+) -> tuple[tree_sitter.Node, tree_sitter.Node] | None:
+    """(`&P[e % B]`, B) when `use` is P in the first argument of an atomicAdd, exactly so."""
+    subscript = use.parent
+    address = None if subscript is None else subscript.parent
+    arguments = None if address is None else address.parent
+    call = None if arguments is None else arguments.parent
+    if subscript is None or address is None or arguments is None or call is None:
+        return None
+    function = call.child_by_field_name("function")
+    if (
+        subscript.type != "subscript_expression"
+        or address.type != "pointer_expression"
+        or source.text(address)[:1] != "&"
+        or call.type != "call_expression"
+        or function is None
+        or source.text(function) != "atomicAdd"
+        or arguments.named_children[:1] != [address]
+    ):
+        return None
+    indices = subscript.child_by_field_name("indices")
+    index = indices.named_children[0] if indices is not None and indices.named_children else None
+    if index is None or index.type != "binary_expression":
+        return None
+    operator = index.child_by_field_name("operator")
+    bound = index.child_by_field_name("right")
+    if operator is None or bound is None or source.text(operator) != "%":
+        return None
+    return address, bound
+
+
+def _returns_can_break(source: Source, kernel: Kernel) -> bool:
+    """Whether every `return` of the kernel can become `break` out of a `do { } while (0)`."""
+    text = source.text(kernel.body)
+    if "__syncthreads" in text or "__shared__" in text:
+        return False
+    for node in walk(kernel.body):
+        if node.type != "return_statement":
+            continue
+        if node.named_children:
+            return False
+        parent = node.parent
+        while parent is not None and parent != kernel.body:
+            if parent.type in LOOPS:
+                return False
+            parent = parent.parent
+    return True
+
+
+def _body(source: Source, kernel: Kernel, target: Target) -> bytes:
+    unit = indentation(source, kernel.body.named_children[0]).decode() or "  "
+    kind, name, bound = target.pointer.element, target.pointer.name, target.bound
+    private = f"nvcc_opt_{name}"
+    first, *rest = _inner(source, kernel, target, private).split("\n")
+    inner = "\n".join([first, *(unit + line if line else line for line in rest)])
+    each = f"for (int nvcc_opt_k = threadIdx.x; nvcc_opt_k < ({bound}); nvcc_opt_k += blockDim.x)"
+    lines = [
+        "{",
+        f"{unit}// {name} privatized per block in shared memory: one global add per counter",
+        f"{unit}__shared__ {kind} {private}[{bound}];",
+        f"{unit}{each}",
+        f"{unit * 2}{private}[nvcc_opt_k] = ({kind})0;",
+        f"{unit}__syncthreads();",
+        f"{unit}do {inner} while (0);",
+        f"{unit}__syncthreads();",
+        f"{unit}{each}",
+        f"{unit * 2}if ({private}[nvcc_opt_k] != ({kind})0)",
+        f"{unit * 3}atomicAdd(&{name}[nvcc_opt_k], {private}[nvcc_opt_k]);",
+        "}",
+    ]
+    return "\n".join(lines).encode()
+
+
+def _inner(source: Source, kernel: Kernel, target: Target, private: str) -> str:
+    """The kernel's body with its atomics on the private copy and `return;` as `break;`."""
+    body = kernel.body
+    edits: list[tuple[int, int, bytes]] = []
+    for address in target.addresses:
+        subscript = address.named_children[0]
+        pointer = subscript.child_by_field_name("argument")
+        assert pointer is not None
+        edits.append((pointer.start_byte, pointer.end_byte, private.encode()))
+    for node in walk(body):
+        if node.type == "return_statement":
+            edits.append((node.start_byte, node.end_byte, b"break;"))
+    data = source.data[body.start_byte : body.end_byte]
+    for start, end, text in sorted(edits, reverse=True):
+        data = data[: start - body.start_byte] + text + data[end - body.start_byte :]
+    return data.decode("utf-8")
