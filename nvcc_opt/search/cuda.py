@@ -113,7 +113,7 @@ class Source:
                 pointers.append(pointer)
                 params.append(pointer.name)
             else:
-                ident = _declared_name(param)
+                ident = declared_name(param)
                 if ident is not None:
                     params.append(self.text(ident))
         return Kernel(
@@ -290,7 +290,7 @@ def modified(source: Source, node: tree_sitter.Node) -> set[str]:
     return names
 
 
-def _declared_name(node: tree_sitter.Node) -> tree_sitter.Node | None:
+def declared_name(node: tree_sitter.Node) -> tree_sitter.Node | None:
     """The identifier a declaration, parameter or declarator declares (through `*`, `[]`, `=`)."""
     target = node.child_by_field_name("declarator")
     while target is not None and target.type != "identifier":
@@ -301,7 +301,7 @@ def _declared_name(node: tree_sitter.Node) -> tree_sitter.Node | None:
 def _declares(node: tree_sitter.Node, name: str, source: Source) -> bool:
     if node.type not in ("init_declarator", "declaration"):
         return False
-    target = _declared_name(node)
+    target = declared_name(node)
     return target is not None and source.text(target) == name
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from nvcc_opt.search.cuda import Source, walk
+from nvcc_opt.search.cuda import Source, declared_name, walk
 
 MAX_DEPTH = 4  # a block size defined through at most this many names
 
@@ -226,7 +226,7 @@ def aliased_by_callers(code: str, kernel: str, pointer_positions: Iterable[int])
         parameters = declarator.child_by_field_name("parameters")
         if name is None or parameters is None:
             continue
-        params = [_parameter_name(source, p) for p in parameters.named_children]
+        params = [_text(source, declared_name(p)) for p in parameters.named_children]
         for launch in launches(source.text(function)):
             if launch.kernel != kernel:
                 continue
@@ -240,13 +240,6 @@ def aliased_by_callers(code: str, kernel: str, pointer_positions: Iterable[int])
     return False
 
 
-def _parameter_name(source: Source, parameter: tree_sitter.Node) -> str:
-    target = parameter.child_by_field_name("declarator")
-    while target is not None and target.type != "identifier":
-        target = target.child_by_field_name("declarator")
-    return "" if target is None else source.text(target)
-
-
 def _called_with_twins(source: Source, function: str, indices: list[int]) -> bool:
     for node in walk(source.root):
         callee = node.child_by_field_name("function") if node.type == "call_expression" else None
@@ -258,3 +251,7 @@ def _called_with_twins(source: Source, function: str, indices: list[int]) -> boo
         if len(chosen) != len(set(chosen)):
             return True
     return False
+
+
+def _text(source: Source, node: tree_sitter.Node | None) -> str:
+    return "" if node is None else source.text(node)

@@ -41,12 +41,6 @@ if TYPE_CHECKING:
 
 WARP = 32
 MAX_THREADS = 1024
-ROW_INDEX = {
-    "blockIdx.x*blockDim.x+threadIdx.x",
-    "blockDim.x*blockIdx.x+threadIdx.x",
-    "threadIdx.x+blockIdx.x*blockDim.x",
-    "threadIdx.x+blockDim.x*blockIdx.x",
-}
 CASTS = re.compile(r"\((long|longlong|size_t|int64_t|uint64_t|unsignedlong|unsigned|int)\)")
 ACCUMULATOR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long"}
 ZERO = re.compile(r"^\(?\s*0+(\.0*)?([eE][+-]?\d+)?[fFlLuU]*\s*\)?$")
@@ -308,19 +302,37 @@ def _squeeze(text: str) -> str:
     return "".join(text.split())
 
 
-def is_global_index(text: str) -> bool:
-    """Whether `text` is `blockIdx.x * blockDim.x + threadIdx.x` (any order, integer casts)."""
-    return CASTS.sub("", _squeeze(text)) in ROW_INDEX
+def is_global_index(text: str, axis: str = "x") -> bool:
+    """Whether `text` is `blockIdx.x * blockDim.x + threadIdx.x` (any order, integer casts),
+    or the same along `axis` ("y", "z")."""
+    block, size, thread = f"blockIdx.{axis}", f"blockDim.{axis}", f"threadIdx.{axis}"
+    forms = {f"{b}*{d}+{thread}" for b, d in ((block, size), (size, block))}
+    forms |= {f"{thread}+{b}*{d}" for b, d in ((block, size), (size, block))}
+    return CASTS.sub("", _squeeze(text)) in forms
 
 
-def global_index_name(source: Source, node: tree_sitter.Node) -> str | None:
-    """`i` when `node` is `T i = blockIdx.x * blockDim.x + threadIdx.x;`, else None."""
+def global_index_name(source: Source, node: tree_sitter.Node, axis: str = "x") -> str | None:
+    """`i` when `node` is `T i = blockIdx.x * blockDim.x + threadIdx.x;` (or along `axis`)."""
     declarator = node.child_by_field_name("declarator") if node.type == "declaration" else None
     value = None if declarator is None else declarator.child_by_field_name("value")
     name = None if declarator is None else declarator.child_by_field_name("declarator")
-    if value is None or name is None or not is_global_index(source.text(value)):
+    if value is None or name is None or not is_global_index(source.text(value), axis):
         return None
     return source.text(name)
+
+
+def split_at_loop(
+    statements: list[tree_sitter.Node],
+) -> tuple[list[tree_sitter.Node], tree_sitter.Node, list[tree_sitter.Node]] | None:
+    """(declarations, the loop, what follows) for `decl...; for (...) ...; tail...` with one
+    `for` loop, only declarations before it and something after it; None for anything else."""
+    loops = [n for n, s in enumerate(statements) if s.type == "for_statement"]
+    if len(loops) != 1:
+        return None
+    decls, loop, tail = statements[: loops[0]], statements[loops[0]], statements[loops[0] + 1 :]
+    if not tail or any(d.type != "declaration" for d in decls):
+        return None
+    return decls, loop, tail
 
 
 def _row_loop(source: Source, kernel: Kernel) -> RowLoop | None:
@@ -342,13 +354,11 @@ def _row_loop(source: Source, kernel: Kernel) -> RowLoop | None:
         return None
     if not wraps:
         inner = body[2:]
-    loops = [i for i, n in enumerate(inner) if n.type == "for_statement"]
-    if len(loops) != 1:
+    parts = split_at_loop(inner)
+    if parts is None:
         return None
-    decls, loop, tail = inner[: loops[0]], inner[loops[0]], inner[loops[0] + 1 :]
-    if not tail or any(d.type != "declaration" for d in decls):
-        return None
-    variable = _unit_loop(source, loop)
+    decls, loop, tail = parts
+    variable = unit_loop(source, loop)
     if variable is None or not _reads_along_rows(source, loop, row, variable):
         return None
     accumulators = _accumulators(source, decls, loop)
@@ -388,7 +398,8 @@ def guarded_rest(
 ) -> tuple[str, list[tree_sitter.Node]] | None:
     """For a body `[index, if (i >= n) return;, rest...]` or `[index, if (i < n) {rest}]`: the
     bound `n` as written and the statements the guard lets run; None for any other shape."""
-    if len(body) < 2 or _guard(source, body[1], row) is None:
+    guarded = _guard(source, body[1], row) if len(body) >= 2 else None
+    if guarded is None:
         return None
     condition = body[1].child_by_field_name("condition")
     test = None if condition is None else condition.child_by_field_name("value")
@@ -396,13 +407,13 @@ def guarded_rest(
     bound = None if test is None else test.child_by_field_name("right")
     if operator is None or bound is None or source.text(operator) not in ("<", ">="):
         return None
-    wraps, inner = _guard(source, body[1], row) or (False, [])
+    wraps, inner = guarded
     if wraps:
         return (source.text(bound), inner) if len(body) == 2 else None
     return source.text(bound), body[2:]
 
 
-def _unit_loop(source: Source, loop: tree_sitter.Node) -> str | None:
+def unit_loop(source: Source, loop: tree_sitter.Node) -> str | None:
     """The loop variable of `for (int j = a; j < b; ++j)` (also `<=`, `j++`, `j += 1`)."""
     init = loop.child_by_field_name("initializer")
     condition = loop.child_by_field_name("condition")

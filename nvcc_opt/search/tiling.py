@@ -15,23 +15,24 @@ accumulators' starts are constants, since every thread (also one past the edge) 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import tree_sitter
 
 from nvcc_opt.search.cuda import Edit, Kernel, Source, edited, identifiers, indentation, walk
-from nvcc_opt.search.structure import launch_shapes, statement_text
+from nvcc_opt.search.structure import (
+    global_index_name,
+    launch_shapes,
+    split_at_loop,
+    statement_text,
+    unit_loop,
+)
 
 if TYPE_CHECKING:
     from nvcc_opt.search.transforms import Facts
 
 TILES = (8, 16, 32)
-INDEX = {
-    "y": {"blockIdx.y*blockDim.y+threadIdx.y", "threadIdx.y+blockIdx.y*blockDim.y"},
-    "x": {"blockIdx.x*blockDim.x+threadIdx.x", "threadIdx.x+blockIdx.x*blockDim.x"},
-}
 
 
 @dataclass(frozen=True)
@@ -69,23 +70,11 @@ def _squeeze(text: str) -> str:
     return "".join(text.split())
 
 
-def _index_of(source: Source, node: tree_sitter.Node, axis: str) -> str | None:
-    """The name `node` declares when it is `int name = <global index along axis>;`."""
-    if node.type != "declaration":
-        return None
-    declarator = node.child_by_field_name("declarator")
-    value = None if declarator is None else declarator.child_by_field_name("value")
-    name = None if declarator is None else declarator.child_by_field_name("declarator")
-    if value is None or name is None or _squeeze(source.text(value)) not in INDEX[axis]:
-        return None
-    return source.text(name)
-
-
 def _product(source: Source, kernel: Kernel) -> Product | None:
     body = [c for c in kernel.body.named_children if c.type != "comment"]
     if len(body) != 3 or "__shared__" in source.text(kernel.body):
         return None
-    row, column = _index_of(source, body[0], "y"), _index_of(source, body[1], "x")
+    row, column = global_index_name(source, body[0], "y"), global_index_name(source, body[1])
     builtins = ("threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads")
     used = [n for n in walk(kernel.body) if n.type == "identifier" and source.text(n) in builtins]
     if row is None or column is None or len(used) != 6:
@@ -94,12 +83,10 @@ def _product(source: Source, kernel: Kernel) -> Product | None:
     if tests is None:
         return None
     row_test, column_test, inner = tests
-    loops = [n for n, s in enumerate(inner) if s.type == "for_statement"]
-    if len(loops) != 1:
+    parts = split_at_loop(inner)
+    if parts is None:
         return None
-    decls, loop, tail = inner[: loops[0]], inner[loops[0]], inner[loops[0] + 1 :]
-    if not tail or any(d.type != "declaration" for d in decls):
-        return None
+    decls, loop, tail = parts
     if any(n.type in ("subscript_expression", "call_expression") for d in decls for n in walk(d)):
         return None  # every thread runs them now, also those past the edge
     found = _loop(source, loop, row, column)
@@ -145,24 +132,19 @@ def _tests(
 def _loop(
     source: Source, loop: tree_sitter.Node, row: str, column: str
 ) -> tuple[str, str, str, tuple[str, tree_sitter.Node], tuple[str, tree_sitter.Node]] | None:
+    variable = unit_loop(source, loop)  # for (T k = a; k < b; ++k): here `int k = 0`, `<`
     init = loop.child_by_field_name("initializer")
     condition = loop.child_by_field_name("condition")
-    update = loop.child_by_field_name("update")
     body = loop.child_by_field_name("body")
-    if init is None or condition is None or update is None or body is None:
+    if variable is None or init is None or condition is None or body is None:
         return None
-    match = re.fullmatch(r"int(\w+)=0;?", _squeeze(source.text(init)))
-    if match is None or condition.type != "binary_expression":
+    if _squeeze(source.text(init)).rstrip(";") != f"int{variable}=0":
         return None
-    variable = match.group(1)
-    if _squeeze(source.text(update)) not in (f"++{variable}", f"{variable}++", f"{variable}+=1"):
-        return None
-    left = condition.child_by_field_name("left")
     compare = condition.child_by_field_name("operator")
     bound = condition.child_by_field_name("right")
-    if left is None or compare is None or bound is None or source.text(left) != variable:
+    if compare is None or bound is None or source.text(compare) != "<":
         return None
-    if source.text(compare) != "<" or identifiers(source, bound) & {row, column, variable}:
+    if identifiers(source, bound) & {row, column, variable}:
         return None
     statements = [c for c in body.named_children if c.type != "comment"]
     statement = body if body.type == "expression_statement" else None
