@@ -21,6 +21,8 @@
     }                                                                                    \
   } while (0)
 
+#include "driver_timing.cuh"
+
 namespace {
 
 struct Options {
@@ -81,27 +83,6 @@ T* device_buffer(size_t count) {
 template <class T>
 void copy_back(std::vector<T>& host, size_t offset, const T* dev, size_t count) {
   CUDA_CHECK(cudaMemcpy(host.data() + offset, dev, count * sizeof(T), cudaMemcpyDeviceToHost));
-}
-
-// One warm-up launch, then `reps` timed ones; returns the mean ms per repetition.
-template <class Launch>
-float time_reps(long reps, Launch launch) {
-  launch();
-  CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaDeviceSynchronize());
-  cudaEvent_t start, stop;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
-  CUDA_CHECK(cudaEventRecord(start));
-  for (long r = 0; r < reps; ++r) launch();
-  CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaEventRecord(stop));
-  CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0.0f;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  CUDA_CHECK(cudaEventDestroy(start));
-  CUDA_CHECK(cudaEventDestroy(stop));
-  return ms / static_cast<float>(reps);
 }
 
 // Relative error per element; `floor` bounds the denominator so values near zero are judged

@@ -21,6 +21,8 @@
     }                                                                       \
   } while (0)
 
+#include "driver_timing.cuh"
+
 namespace {
 
 struct Options {
@@ -86,26 +88,6 @@ int report(double ms, const std::vector<double>& got, const std::vector<double>&
   std::printf("checksum: %.10g\n", sum);
   std::printf("check: %s max_rel_err=%.3e\n", pass ? "PASS" : "FAIL", err);
   return pass ? 0 : 1;
-}
-
-template <typename Launch>
-double time_reps(long reps, Launch launch) {
-  launch();  // warm-up
-  CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaDeviceSynchronize());
-  cudaEvent_t start, stop;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
-  CUDA_CHECK(cudaEventRecord(start));
-  for (long r = 0; r < reps; ++r) launch();
-  CUDA_CHECK(cudaEventRecord(stop));
-  CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaEventSynchronize(stop));
-  float total = 0.0f;
-  CUDA_CHECK(cudaEventElapsedTime(&total, start, stop));
-  CUDA_CHECK(cudaEventDestroy(start));
-  CUDA_CHECK(cudaEventDestroy(stop));
-  return static_cast<double>(total) / static_cast<double>(reps);
 }
 
 double* to_device(const std::vector<double>& host) {

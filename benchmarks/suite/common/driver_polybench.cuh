@@ -21,6 +21,8 @@
     }                                                                                     \
   } while (0)
 
+#include "driver_timing.cuh"
+
 namespace {
 
 struct Options {
@@ -84,28 +86,6 @@ std::vector<float> to_host(const float* dev, size_t count) {
   std::vector<float> host(count);
   CUDA_CHECK(cudaMemcpy(host.data(), dev, count * sizeof(float), cudaMemcpyDeviceToHost));
   return host;
-}
-
-// Mean milliseconds per call of run() over `reps` calls, after one untimed warm-up call.
-template <class Run>
-double time_reps(long long reps, Run run) {
-  run();
-  CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaDeviceSynchronize());
-  cudaEvent_t start;
-  cudaEvent_t stop;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
-  CUDA_CHECK(cudaEventRecord(start));
-  for (long long r = 0; r < reps; ++r) run();
-  CUDA_CHECK(cudaEventRecord(stop));
-  CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0.0f;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  CUDA_CHECK(cudaEventDestroy(start));
-  CUDA_CHECK(cudaEventDestroy(stop));
-  return ms / static_cast<double>(reps);
 }
 
 // Largest |got - ref| / max(|ref|, floor): relative error, absolute where ref is near zero.
