@@ -14,6 +14,10 @@ a tagged region. Three measurements, in one run:
    (`--size`); the ratio actually measured is reported beside the detection rate; target:
    "slower" in >= 95%.
 
+Each trial also says whether benchmark_code's early stop (`[run] stop_early_after`: no pair of
+the first few `min_speedup` faster) would have ended it: the self and slower comparisons should
+mostly stop (time saved), and the slower one with its sides swapped, a real 3% speedup, never.
+
 Results are appended to the output file after every trial, so a run that is stopped keeps what
 it measured.
 """
@@ -35,7 +39,7 @@ from nvcc_opt.config import load
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.region import Region
 from nvcc_opt.verify.measure import Build, run_once
-from nvcc_opt.verify.stats import compare, schedule
+from nvcc_opt.verify.stats import compare, hopeless, schedule
 from nvcc_opt.workspace.runner import ProcessRunner
 
 
@@ -75,7 +79,11 @@ def main() -> None:
     report: dict[str, Any] = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": sys.version},
-        "config": {"repeats": config.run.repeats, "warmup": config.run.warmup},
+        "config": {
+            "repeats": config.run.repeats,
+            "warmup": config.run.warmup,
+            "stop_early_after": config.run.stop_early_after,
+        },
         "calls_s": [],
         "self": [],
         "slower": [],
@@ -97,6 +105,12 @@ def main() -> None:
     extra = ["--reps", str(options.reps)] if options.reps else []
     size_a = ["--size", str(options.size), *extra]
     size_b = ["--size", str(round(options.size * 1.03)), *extra]
+    first = config.run.stop_early_after
+    min_speedup = config.verify.min_speedup
+
+    def early(a: list[float], b: list[float]) -> bool:
+        return bool(first) and hopeless(a[:first], b[:first], min_speedup)
+
     # The two kinds alternate, trial by trial, so a run stopped early keeps both measurements.
     for _ in range(options.trials):
         for kind, args_b in (("self", size_a), ("slower", size_b)):
@@ -108,6 +122,11 @@ def main() -> None:
                     "p": result.p_value,
                     "ratio_of_medians": statistics.median(times["B"])
                     / statistics.median(times["A"]),
+                    # would benchmark_code have stopped after its first pairs ("not faster")?
+                    # For the slower kind, also with the sides swapped: a real 3% speedup,
+                    # which must never be stopped.
+                    "stopped_early": early(times["A"], times["B"]),
+                    "swapped_stopped_early": early(times["B"], times["A"]),
                 }
             )
             save()
@@ -117,6 +136,8 @@ def main() -> None:
             "no difference": sum(t["verdict"] == "no difference" for t in report[kind]),
             "slower": sum(t["verdict"] == "slower" for t in report[kind]),
             "faster": sum(t["verdict"] == "faster" for t in report[kind]),
+            "stopped early": sum(t["stopped_early"] for t in report[kind]),
+            "swapped, stopped early": sum(t["swapped_stopped_early"] for t in report[kind]),
         }
         for kind in ("self", "slower")
     }

@@ -51,6 +51,7 @@ from nvcc_opt.config.model import Settings
 from nvcc_opt.paths import CONFIG_NAME
 from nvcc_opt.regions.scan import scan
 from nvcc_opt.suite_report import (
+    INTERRUPTED,
     PROPOSED,
     REASON_CHARS,
     AppRun,
@@ -59,6 +60,7 @@ from nvcc_opt.suite_report import (
     Report,
     Tried,
     classify,
+    failed_runs,
     first_line,
     free_stem,
     model_slug,
@@ -70,7 +72,6 @@ from nvcc_opt.tools.bench import Measured, read_benchmark
 
 GRACE_S = 30.0  # after SIGINT at a timeout, before SIGKILL: optimize prints what it verified
 POLL_S = 0.2  # how often a run in flight looks whether the bench was interrupted
-INTERRUPTED = "interrupted"
 GPU_QUERY = ("nvidia-smi", "--query-gpu=index", "--format=csv,noheader")
 _CANNOT = re.compile(r"^\[(?P<region>[^\]\s]+)(?: gpu [^\]]*)?\] cannot optimize: (?P<why>.*)$")
 
@@ -628,7 +629,7 @@ def run_suite(options: Options, echo: Callable[[str], None] = lambda _: None) ->
             "stem": stem,
         },  # fmt: skip
         rows=tuple(rows),
-        overall=summarize(rows, sum(1 for r in runs if r.error is not None)),
+        overall=summarize(rows, failed_runs(runs)),
         runs=tuple(runs),
         wall_s=time.time() - started,
         interrupted=interrupted,

@@ -4,7 +4,9 @@ A device session is too short for the whole suite, so it runs in slices (`bench 
 merging their JSON reports gives the table a single run would have. A later file's row replaces
 an earlier file's row for the same (app, kernel), and each app's runs come from the last file
 that gave it a row; the rows are ordered by app as a whole-suite run orders them. The overall
-numbers and targets are recomputed with the bench's own `summarize`. The result names its sources
+numbers and targets are recomputed with the bench's own `summarize`, and each report's rows are
+summarized again from its runs (an older report gets today's rules); a row whose runs the bench
+stopped (unfinished) never replaces a finished one. The result names its sources
 (file, command, start, rows kept) and is written as `suite-merged-DATE-MODEL.json` and `.md`.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
@@ -21,12 +23,15 @@ from pydantic import TypeAdapter, ValidationError
 from nvcc_opt.suite_report import (
     REASON_CHARS,
     AppRun,
+    Kernel,
     KernelRow,
     Report,
     Source,
+    failed_runs,
     first_line,
     free_stem,
     model_slug,
+    rows_for,
     summarize,
 )
 
@@ -65,7 +70,7 @@ def merge_reports(paths: Sequence[Path], out: Path, command: str = "") -> Report
     suite report or the model specs differ."""
     if not paths:
         raise MergeError("no reports to merge")
-    loaded = [Loaded(path, load_report(path)) for path in paths]
+    loaded = [Loaded(path, resummarized(load_report(path))) for path in paths]
     models = {item.report.model for item in loaded}
     if len(models) > 1:
         named = "; ".join(f"{item.path}: {item.report.model}" for item in loaded)
@@ -84,7 +89,7 @@ def merge_reports(paths: Sequence[Path], out: Path, command: str = "") -> Report
         machine=_machines([item.report for item in loaded]),
         options={"runs": _runs(loaded), "out": str(out), "stem": stem},
         rows=tuple(rows),
-        overall=summarize(rows, sum(1 for run in runs if run.error is not None)),
+        overall=summarize(rows, failed_runs(runs)),
         runs=tuple(runs),
         wall_s=sum(item.report.wall_s for item in loaded),
         sources=tuple(
@@ -99,12 +104,28 @@ def merge_reports(paths: Sequence[Path], out: Path, command: str = "") -> Report
     )
 
 
+def resummarized(report: Report) -> Report:
+    """`report` with its rows summarized again from its runs by this nvcc-opt (so a report of an
+    older one gets today's rules, such as unfinished rows), in the same order. A merged report
+    is returned as it is: its rows came from several reports, its runs from the last of each."""
+    if report.sources:
+        return report
+    kernels = [Kernel(row.app, row.file, row.region) for row in report.rows]
+    n_runs = int(report.options.get("runs", 1))
+    by_key = {(r.app, r.region): r for r in rows_for(kernels, report.runs, n_runs)}
+    return replace(report, rows=tuple(by_key[(row.app, row.region)] for row in report.rows))
+
+
 def merged_rows(loaded: Sequence[Loaded]) -> dict[tuple[str, str], tuple[KernelRow, Loaded]]:
-    """(app, kernel) -> its row from the last file that has one, and that file."""
+    """(app, kernel) -> its row from the last file that has one, and that file; an unfinished
+    row (the bench stopped its runs) never replaces a finished one."""
     chosen: dict[tuple[str, str], tuple[KernelRow, Loaded]] = {}
     for item in loaded:
         for row in item.report.rows:
-            chosen[(row.app, row.region)] = (row, item)
+            key = (row.app, row.region)
+            if row.unfinished and key in chosen and not chosen[key][0].unfinished:
+                continue
+            chosen[key] = (row, item)
     return chosen
 
 

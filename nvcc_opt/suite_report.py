@@ -10,6 +10,10 @@ build failure, a guard or "no improvement" is not wrong. Each run also keeps its
 final answer's explanation and what benchmark_code measured for every candidate (`Tried`), read
 from the run's trace by the bench (`suite_bench`); `suite_merge` joins reports of several
 sessions with the same `summarize`.
+
+A run the bench stopped (Ctrl-C, its time limit) before a rewrite was proposed measured nothing
+about the policy: such a kernel's row is "unfinished" and the overall numbers leave it out (they
+say how many), so a slice cut short does not count as a kernel the policy failed on.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ TARGET_SHARE = 0.60
 TARGET_WALL_S = 300.0
 PROPOSED = "proposed"  # RegionResult.status values (nvcc_opt.optimize; not imported: heavy)
 KEPT = "original kept"
+INTERRUPTED = "interrupted"  # an app run's error, or a run's stop reason, when the bench stopped it
 # Reason codes (the word before ":") that mean the final answer was incorrect: verify/checks.py's
 # check failures, then verify/final.py's fresh inputs and sanitizer findings.
 WRONG_CODES = frozenset(
@@ -120,6 +125,7 @@ class KernelRow:
     explanation: str = ""  # the best proposed run's final answer, else the first run's
     tried: tuple[Tried, ...] = ()  # every run's candidates, run by run
     trace_errors: tuple[str, ...] = ()  # "trace unreadable: why" per run whose trace was not read
+    unfinished: bool = False  # every run was stopped by the bench before it proposed anything
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,7 @@ class Overall:
     median_wall_s: float | None
     failed_runs: int
     targets: dict[str, bool]
+    unfinished: int = 0  # rows left out of the numbers above: their runs were all stopped
 
 
 @dataclass(frozen=True)
@@ -230,7 +237,12 @@ def short_reason(log: str, limit: int = REASON_CHARS) -> str:
 
 
 def summarize_kernel(kernel: Kernel, runs: Sequence[KernelRun], n_runs: int) -> KernelRow:
-    """One row of the table from this kernel's results over the runs."""
+    """One row of the table from this kernel's results over the runs (the runs the bench stopped
+    left out, unless no other run finished: then the row is unfinished)."""
+    finished = [r for r in runs if not was_stopped(r)]
+    if not finished and runs:
+        return _unfinished_row(kernel, runs, n_runs)
+    runs = finished
     done = [r for r in runs if r.status != "error"]
     failed = [r for r in runs if r.status == "error"]
     proposed = [r for r in done if r.status == PROPOSED]
@@ -279,6 +291,37 @@ def summarize_kernel(kernel: Kernel, runs: Sequence[KernelRun], n_runs: int) -> 
     )
 
 
+def was_stopped(run: KernelRun) -> bool:
+    """The bench stopped this run (Ctrl-C, its time limit) before it proposed anything: in the
+    middle of optimize, or before optimize reached the region."""
+    if run.status == PROPOSED:
+        return False
+    if run.status == "error":
+        return bool(run.reasons) and run.reasons[0].startswith(INTERRUPTED)
+    return run.stopped == INTERRUPTED
+
+
+def _unfinished_row(kernel: Kernel, runs: Sequence[KernelRun], n_runs: int) -> KernelRow:
+    baselines = [r.baseline_ms for r in runs if r.baseline_ms is not None]
+    return KernelRow(
+        app=kernel.app,
+        file=kernel.file,
+        region=kernel.region,
+        baseline_ms=statistics.median(baselines) if baselines else None,
+        best_speedup=1.0,
+        improved=False,
+        changed="",
+        wall_s=None,
+        verdict="unfinished: the bench was stopped before this kernel's runs ended (not counted)",
+        runs=n_runs,
+        proposed=0,
+        wrong_finals=0,
+        errors=0,
+        tried=tuple(t for r in runs for t in r.tried),
+        unfinished=True,
+    )
+
+
 def run_label(run: int, n_runs: int) -> str:
     """The prefix naming the run ("run 2: ") where a kernel has several, else nothing."""
     return f"run {run}: " if n_runs > 1 else ""
@@ -296,9 +339,16 @@ def _outcome(run: KernelRun) -> str:
     return f"{run.outcome} ({code})" if code and code != run.outcome else run.outcome
 
 
+def failed_runs(runs: Sequence[AppRun]) -> int:
+    """App runs that failed (configure, build, optimize), not counting those the bench stopped."""
+    return sum(1 for r in runs if r.error is not None and not r.error.startswith(INTERRUPTED))
+
+
 def summarize(rows: Sequence[KernelRow], failed_runs: int = 0) -> Overall:
     """The share improved, the geometric mean speedup (kept = 1.0), wrong finals, the median
-    wall time per kernel, and whether the targets are met."""
+    wall time per kernel, and whether the targets are met, over the rows that finished."""
+    unfinished = sum(1 for r in rows if r.unfinished)
+    rows = [r for r in rows if not r.unfinished]
     improved = sum(1 for r in rows if r.improved)
     share = improved / len(rows) if rows else 0.0
     walls = [r.wall_s for r in rows if r.wall_s is not None]
@@ -320,6 +370,7 @@ def summarize(rows: Sequence[KernelRow], failed_runs: int = 0) -> Overall:
         median_wall_s=median_wall,
         failed_runs=failed_runs,
         targets=targets,
+        unfinished=unfinished,
     )
 
 
@@ -436,7 +487,13 @@ def _overall(o: Overall) -> list[str]:
         f"{IMPROVED_AT - 1:.0%} with significance ({o.share_improved:.1%}); geometric mean "
         f"speedup {o.geomean_speedup:.3f}x (original kept = 1.0); wrong finals: "
         f"{o.wrong_finals}; median wall time per kernel: {_num(o.median_wall_s, 1, ' s')}; "
-        f"failed app runs: {o.failed_runs}.",
+        f"failed app runs: {o.failed_runs}."
+        + (
+            f" Not counted: {o.unfinished} kernel{'s' if o.unfinished > 1 else ''} whose runs "
+            "the bench stopped before they ended."
+            if o.unfinished
+            else ""
+        ),
         "",
         f"Targets: {met}.",
         "",

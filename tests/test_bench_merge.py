@@ -135,6 +135,58 @@ def test_a_report_of_an_older_bench_without_the_evidence_still_merges(
     assert {r.region: r.tried for r in merged.rows}["atax_k"] == ()
 
 
+def test_a_kernel_the_bench_stopped_is_not_counted_and_never_replaces_a_finished_row(
+    tmp_path: Path,
+) -> None:
+    """A slice cut short by its time limit: atomic stopped before optimize began, two_mm stopped
+    in optimize without an answer. The next slices ran atomic to the end and stopped fir; the
+    first slice's report predates unfinished rows (its verdicts say "error: interrupted")."""
+    first = _write(
+        tmp_path / "s1",
+        "search",
+        {"atomic": "interrupted", "fir": [("fir_k", PROPOSED, 1.2, ("faster",))]},
+        "2026-12-02T10:00:00",
+    )
+    data = json.loads(first.read_text())
+    for row in data["rows"]:
+        del row["unfinished"]
+    del data["overall"]["unfinished"]
+    assert {r["app"]: r["verdict"] for r in data["rows"]}["atomic"].startswith("unfinished")
+    data["rows"][0]["verdict"] = "error: interrupted"  # what the bench said before
+    first.write_text(json.dumps(data))
+    stopped = KernelRun("two_mm", "src/k.cu", "two_mm_k", 1, KEPT, 1.0, 0.1, 70.0,
+                        stopped="interrupted", reasons=("no final answer: interrupted",),
+                        outcome="no answer")  # fmt: skip
+    fir = KernelRun("fir", "src/k.cu", "fir_k", 1, "error", reasons=("interrupted",))
+    runs = (
+        AppRun("atomic", 1, (KernelRun("atomic", "src/k.cu", "k", 1, PROPOSED, 3.9, 2.4, 116.0,
+                                       outcome=PROPOSED),), None, 116.0, "w"),
+        AppRun("fir", 1, (fir,), "interrupted", 5.0, "w"),
+        AppRun("two_mm", 1, (stopped,), "interrupted", 70.0, "w"),
+    )  # fmt: skip
+    kernels = [Kernel("atomic", "src/k.cu", "k"), Kernel("fir", "src/k.cu", "fir_k"),
+               Kernel("two_mm", "src/k.cu", "two_mm_k")]  # fmt: skip
+    rows = rows_for(kernels, runs, 1)
+    assert [r.unfinished for r in rows] == [False, True, True]
+    assert rows[2].baseline_ms == 0.1 and rows[2].wall_s is None
+    second = Report(
+        model="search", date="2026-12-02", started_at="2026-12-02T11:00:00", command="second",
+        machine={}, options={"runs": 1}, rows=tuple(rows), overall=summarize(rows, 0),
+        runs=runs, wall_s=200.0,
+    )  # fmt: skip
+    assert (second.overall.kernels, second.overall.improved, second.overall.unfinished) == (1, 1, 2)
+    assert "Not counted: 2 kernels whose runs the bench stopped" in render_markdown(second)
+    path, _ = write_report(second, tmp_path / "s2")
+    merged = merge_reports([first, path], tmp_path / "out")
+    verdicts = {r.app: r.verdict for r in merged.rows}
+    assert verdicts["atomic"] == "improved", "the finished run replaces the stopped one"
+    assert verdicts["fir"] == "improved", "a stopped run never replaces a finished one"
+    assert verdicts["two_mm"].startswith("unfinished")
+    o = merged.overall
+    assert (o.kernels, o.improved, o.unfinished, o.failed_runs) == (2, 2, 1, 0)
+    assert [(s.rows_kept) for s in merged.sources] == [1, 2]
+
+
 def test_the_gpu_each_run_had_survives_a_merge_and_an_older_report_has_none(
     two: tuple[Path, Path], tmp_path: Path
 ) -> None:

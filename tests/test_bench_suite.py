@@ -721,9 +721,12 @@ def test_ctrl_c_stops_the_runs_in_flight_and_reports_what_finished(
     assert rows == {
         ("a", "k"): "kept: no improvement",
         ("b", "k"): "kept: no improvement",  # what optimize answered when interrupted is kept
-        ("b", "j"): "error: interrupted",
+        ("b", "j"): "unfinished: the bench was stopped before this kernel's runs ended "
+        "(not counted)",
     }
-    assert report["overall"]["failed_runs"] == 1
+    overall = report["overall"]  # the stopped kernel measured nothing: not a failure, not counted
+    assert (overall["kernels"], overall["unfinished"], overall["failed_runs"]) == (2, 1, 0)
+    assert "Not counted: 1 kernel whose runs the bench stopped before they ended." in md
     stopped = "- interrupted: the runs in flight were stopped (their rows say so); apps not run"
     assert f"{stopped}: c\n" in md
     assert "interrupted: stopping the runs in flight" in stderr

@@ -134,7 +134,11 @@ def test_search_measures_each_change_then_combines_what_helped() -> None:
     assert "__restrict__" in answer["final_code"] and "__ldg" not in answer["final_code"]
     assert answer["compile_args"] == ["-use_fast_math"]
     explanation = answer["explanation"]
-    assert "1.155x measured by benchmark_code" in explanation
+    headline = explanation.splitlines()[0]  # what a report shows as "what changed"
+    assert headline.startswith("Search policy: ") and headline.endswith(
+        "(1.155x measured by benchmark_code)"
+    )
+    assert "-use_fast_math" in headline and "const __restrict__" in headline
     assert "-use_fast_math" in explanation and "1.050x, improved alone" in explanation
     assert "__ldg() for loads of read-only data: rejected: numbers_differ" in explanation
 

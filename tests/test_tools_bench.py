@@ -81,6 +81,21 @@ def test_honest_speedup_is_improved_and_nothing_of_the_user_changes(bench: Bench
     assert (_digest(root / "src"), _digest(root / "build")) == before
 
 
+def test_a_candidate_that_cannot_be_faster_stops_early_and_a_faster_one_is_timed_in_full(
+    bench: Benchmark,
+) -> None:
+    """Twice the passes (the same sum, twice the time): no pair of the first four is faster, so
+    the rest of the eight are not timed; HALF is faster in every pair and timed in all eight."""
+    twice = bench.region.text.replace("p < passes;", "p < 2 * passes;")
+    text = bench.benchmark_code(twice)
+    assert "verdict: no improvement" in text, text
+    assert "candidate: median" in text and "(spread" in text and "4 runs)" in text, text
+    assert "not faster: stopped after 4 of 8 pairs, none 1.020x faster" in text, text
+    assert bench.history[-1]["comparison"]["speedup"] < 0.7
+    text = bench.benchmark_code(HALF)
+    assert "verdict: improved" in text and "8 runs)" in text and "8 pairs" in text, text
+
+
 def test_same_code_is_no_improvement(bench: Benchmark) -> None:
     text = bench.benchmark_code(bench.region.text)
     assert "verdict: no improvement" in text, text

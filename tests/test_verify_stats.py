@@ -151,6 +151,36 @@ def test_three_percent_slowdown_is_detected() -> None:
     assert counts["slower"] >= 0.95 * TRIALS, counts
 
 
+def _stopped(pairs: int, ratio: float, noise: Noise, seed: int = 3) -> int:
+    """In how many of TRIALS comparisons the first `pairs` pairs are `hopeless`."""
+    rng = random.Random(seed)
+    stopped = 0
+    for _ in range(TRIALS * 10):
+        a, b = simulate(rng, timed_order(pairs), ratio=ratio, noise=noise)
+        stopped += stats.hopeless(a, b, 1.02)
+    return stopped
+
+
+def test_stopping_early_ends_equal_and_slower_candidates_never_a_real_speedup() -> None:
+    assert _stopped(4, 1.0, gaussian(0.005)) >= 0.95 * TRIALS * 10  # the same code: stopped
+    assert _stopped(4, 1.5, gaussian(0.02)) == TRIALS * 10  # half the speed: always stopped
+    assert _stopped(4, 1 / 1.05, gaussian(0.01)) == 0  # a real 5% speedup: never in 2000
+    assert _stopped(4, 1 / 1.10, gaussian(0.05)) <= 0.01 * TRIALS * 10  # 10% under 5% noise
+    assert not stats.hopeless([], [], 1.02)
+    assert stats.hopeless([1.0, 1.0], [1.0, 0.99], 1.02)
+    assert not stats.hopeless([1.0, 1.0], [1.0, 0.98], 1.02), "one pair 1.0204x faster is hope"
+
+
+def test_a_comparison_stopped_early_is_not_faster_and_says_why() -> None:
+    a, b = [1.0, 1.01, 0.99, 1.0], [2.0, 2.02, 1.98, 2.0]
+    result = compare(a, b, planned=10)
+    assert result.verdict == "not faster" and result.speedup == pytest.approx(0.5)
+    assert result.reason.startswith("not faster: stopped after 4 of 10 pairs, none 1.020x")
+    assert "4 pairs)" in result.reason
+    full = compare(a * 2, b * 2, planned=8)  # every planned pair timed: the usual rule
+    assert full.verdict == "slower"
+
+
 def test_five_percent_speedup_is_faster() -> None:
     rng = random.Random(5)
     a, b = simulate(rng, timed_order(15), ratio=1 / 1.05, noise=gaussian(0.005))

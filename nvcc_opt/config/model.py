@@ -191,6 +191,13 @@ class RunConfig(Section):
         default=20, ge=6, description="Runs per version in the independent final verification."
     )
     warmup: int = Field(default=1, ge=0, description="Untimed runs before timing a build.")
+    stop_early_after: int = Field(
+        default=4,
+        ge=0,
+        description="Stop timing a candidate after this many pairs when none of them had it"
+        " min_speedup faster (it cannot be called faster; a faster one is always timed in full);"
+        " 0 times every pair.",
+    )
 
     @model_validator(mode="after")
     def _env_values(self) -> RunConfig:

@@ -287,7 +287,10 @@ def _explain(
 ) -> str:
     lines = []
     if kept:
-        lines.append(f"Search policy: {best:.3f}x measured by benchmark_code with these changes:")
+        # the first line names the changes: reports (`bench suite`) show it as "what changed"
+        names = " + ".join(c.what for c in kept)
+        lines.append(f"Search policy: {names} ({best:.3f}x measured by benchmark_code)")
+        lines.append("Changes:")
         lines += [f"- {c.what}: {_effect(alone[c.name][1])} alone" for c in kept]
     else:
         lines.append("Search policy: no change was measured faster; the region is unchanged.")

@@ -1,8 +1,10 @@
 """Running the project's own run script on two builds, checked and timed the same way.
 
 Correct before timed: `measure` runs each build once, checks the candidate's output against the
-baseline's, and only then times them, paired (A B, B A, ...) after warm-up. Runs are sandboxed
-where bubblewrap works (writes only inside their tree and a scratch folder, no network).
+baseline's, and only then times them, paired (A B, B A, ...) after warm-up, stopping early once
+the candidate cannot be called faster (`[run] stop_early_after`, see verify/stats.py). Runs are
+sandboxed where bubblewrap works (writes only inside their tree and a scratch folder, no
+network).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from nvcc_opt.config import ProjectConfig
 from nvcc_opt.verify.checks import CheckResult, RunOutput, check_run
-from nvcc_opt.verify.stats import Comparison, compare, schedule
+from nvcc_opt.verify.stats import Comparison, compare, hopeless, schedule
 from nvcc_opt.workspace.runner import Completed, Runner
 
 
@@ -156,6 +158,8 @@ def measure(
     if not verdict.ok:
         return Measurement(baseline_output, verdict, None, 0, note)
     times: dict[str, list[float]] = {"A": [], "B": []}
+    min_speedup = config.verify.min_speedup
+    stop_after = config.run.stop_early_after
     for step in schedule(repeats, config.run.warmup):
         which = step[-1]
         build = baseline if which == "A" else candidate
@@ -168,8 +172,16 @@ def measure(
             raise MeasureError(_no_time(config, done))
         if not step.startswith("warmup"):
             times[which].append(seconds)
-    comparison = compare(times["A"], times["B"], min_speedup=config.verify.min_speedup)
-    return Measurement(baseline_output, verdict, comparison, repeats, note)
+        pairs = len(times["B"])
+        if (
+            stop_after
+            and pairs >= stop_after
+            and len(times["A"]) == pairs < repeats
+            and hopeless(times["A"], times["B"], min_speedup)
+        ):
+            break  # it cannot be called faster: the rest of the pairs would be wasted
+    comparison = compare(times["A"], times["B"], min_speedup=min_speedup, planned=repeats)
+    return Measurement(baseline_output, verdict, comparison, len(times["B"]), note)
 
 
 def _no_time(config: ProjectConfig, done: Completed) -> str:

@@ -22,6 +22,15 @@ Decision rule (first match):
 - "slower": p < alpha and speedup <= 1 / min_speedup (the minimum holds both ways, so two builds
   of the same code, or a real but negligible slowdown, are "no difference");
 - "no difference" otherwise; the reason says which condition failed.
+
+Stopping early. `hopeless(baseline, candidate, min_speedup)`: after some pairs (`[run]
+stop_early_after`, 4 by default) not one pair has the candidate `min_speedup` faster. Timing the
+rest cannot make it "faster" unless every later pair disagrees with every earlier one, so
+`measure` stops and `compare(..., planned=N)` says "not faster" (a "no improvement"). It only ever
+ends a comparison without a speedup: a candidate called faster has had every pair timed. A true
+speedup at or above the minimum is stopped this way with probability at most 2**-n (each pair
+falls below the minimum at most half the time); a real 5% speedup whose pair ratios vary by 2%
+(one standard deviation), about once in 50,000 (tests/test_verify_stats.py simulates it).
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-Direction = Literal["faster", "slower", "no difference"]
+Direction = Literal["faster", "slower", "no difference", "not faster"]
 
 EXACT_MAX_PAIRS = 50  # beyond this the exact distribution costs more than the normal one is off
 RESAMPLES = 2000
@@ -90,8 +99,10 @@ def compare(
     alpha: float = 0.05,
     seed: int = 0,
     resamples: int = RESAMPLES,
+    planned: int | None = None,
 ) -> Comparison:
-    """Compare paired run times (`baseline[i]` and `candidate[i]` timed next to each other)."""
+    """Compare paired run times (`baseline[i]` and `candidate[i]` timed next to each other).
+    `planned`: the pairs a measurement meant to time, when it stopped early (`hopeless`)."""
     base, cand = summarize(baseline), summarize(candidate)
     if base.n != cand.n:
         raise ValueError(f"runs come in pairs: {base.n} baseline vs {cand.n} candidate times")
@@ -103,7 +114,17 @@ def compare(
         f"p={p:.3g}, {base.n} pairs"
     )
     verdict, why = _decide(speedup, low, p, base.n, min_speedup=min_speedup, alpha=alpha)
+    if planned is not None and base.n < planned:
+        verdict = "not faster"
+        why = f"not faster: stopped after {base.n} of {planned} pairs, none {min_speedup:.3f}x"
+        why += " faster"
     return Comparison(base, cand, speedup, low, high, p, verdict, f"{why} ({summary})")
+
+
+def hopeless(baseline: Sequence[float], candidate: Sequence[float], min_speedup: float) -> bool:
+    """No pair so far has the candidate `min_speedup` faster (see "Stopping early")."""
+    pairs = list(zip(baseline, candidate, strict=True))
+    return bool(pairs) and all(a / b < min_speedup for a, b in pairs)
 
 
 def signed_rank_p(differences: Sequence[float]) -> float:
