@@ -6,8 +6,12 @@ per block, the contention stays inside the block, and each block adds its kCount
 sums to global memory once at the end.
 
 The transform applies to a kernel whose every use of a pointer parameter P is the address of an
-`atomicAdd(&P[e % B], v)`, where B is a compile-time constant (a literal or a name that is not a
-parameter or local of the kernel), so B bounds the index. The kernel's statements run inside
+`atomicAdd(&P[e], v);` whose result is not used (a privatized add returns the block's count, not
+the grid's). Where every index is `e % B`, B a compile-time constant (a literal or a name that is
+not a parameter or local of the kernel), B bounds the index and the shared copy has B counters.
+Otherwise (a histogram's `bins[values[i]]`) the shared copy has `GUARDED_SLOTS` counters and each
+add checks its index: one inside them goes to the shared copy, any other to P as before. The
+flush adds only counters that are not zero, so it touches no address of P the original did not. The kernel's statements run inside
 `do { ... } while (0)` with each `return;` as `break;` (so every thread reaches the barriers),
 which needs every return outside loops and switches. The order of the additions changes (as it
 does between runs of any atomic sum): the application's tolerance must allow that, and
@@ -37,13 +41,26 @@ if TYPE_CHECKING:
     from nvcc_opt.search.transforms import Facts
 
 LOOPS = ("for_statement", "while_statement", "do_statement", "switch_statement")
+GUARDED_SLOTS = 1024  # counters of a shared copy whose index has no compile-time bound
+AT = "nvcc_opt_at"
+
+
+@dataclass(frozen=True)
+class Add:
+    """One `atomicAdd(&P[index], value);` statement."""
+
+    statement: tree_sitter.Node
+    address: tree_sitter.Node  # `&P[index]`
+    index: tree_sitter.Node
+    value: tree_sitter.Node
 
 
 @dataclass(frozen=True)
 class Target:
     pointer: PointerParam
-    bound: str  # B
-    addresses: list[tree_sitter.Node]  # each `&P[...]`, the atomicAdd's first argument
+    bound: str  # the shared copy's counters: B, or GUARDED_SLOTS
+    adds: list[Add]
+    guarded: bool  # each add checks its index against the bound
 
 
 def shared_atomics(code: str, facts: Facts) -> str | None:
@@ -66,54 +83,58 @@ def _target(source: Source, kernel: Kernel) -> Target | None:
             for n in walk(kernel.body)
             if n.type == "identifier" and source.text(n) == pointer.name
         ]
-        if not uses:
+        adds = [_atomic_add(source, use) for use in uses]
+        if not uses or any(add is None for add in adds):
             continue
-        addresses, bounds = [], set()
-        for use in uses:
-            found = _atomic_address(source, use)
-            if found is None:
-                break
-            address, bound = found
-            if identifiers(source, bound) & runtime:
-                break
-            addresses.append(address)
-            bounds.add("".join(source.text(bound).split()))
-        else:
-            if len(bounds) == 1:
-                return Target(pointer, bounds.pop(), addresses)
+        found = [add for add in adds if add is not None]
+        bounds = {_bound(source, add.index, runtime) for add in found}
+        if len(bounds) == 1 and None not in bounds:
+            return Target(pointer, str(bounds.pop()), found, guarded=False)
+        return Target(pointer, str(GUARDED_SLOTS), found, guarded=True)
     return None
 
 
-def _atomic_address(
-    source: Source, use: tree_sitter.Node
-) -> tuple[tree_sitter.Node, tree_sitter.Node] | None:
-    """(`&P[e % B]`, B) when `use` is P in the first argument of an atomicAdd, exactly so."""
+def _atomic_add(source: Source, use: tree_sitter.Node) -> Add | None:
+    """The add when `use` is P in `atomicAdd(&P[index], value);`, exactly so."""
     subscript = use.parent
     address = None if subscript is None else subscript.parent
     arguments = None if address is None else address.parent
     call = None if arguments is None else arguments.parent
+    statement = None if call is None else call.parent
     if subscript is None or address is None or arguments is None or call is None:
         return None
     function = call.child_by_field_name("function")
+    indices = subscript.child_by_field_name("indices")
     if (
         subscript.type != "subscript_expression"
+        or subscript.child_by_field_name("argument") != use
         or address.type != "pointer_expression"
         or source.text(address)[:1] != "&"
         or call.type != "call_expression"
         or function is None
         or source.text(function) != "atomicAdd"
-        or arguments.named_children[:1] != [address]
+        or len(arguments.named_children) != 2
+        or arguments.named_children[0] != address
+        or statement is None
+        or statement.type != "expression_statement"
+        or indices is None
+        or len(indices.named_children) != 1
     ):
         return None
-    indices = subscript.child_by_field_name("indices")
-    index = indices.named_children[0] if indices is not None and indices.named_children else None
-    if index is None or index.type != "binary_expression":
+    return Add(statement, address, indices.named_children[0], arguments.named_children[1])
+
+
+def _bound(source: Source, index: tree_sitter.Node, runtime: set[str]) -> str | None:
+    """B when `index` is `e % B` with B a compile-time constant, else None."""
+    if index.type != "binary_expression":
         return None
     operator = index.child_by_field_name("operator")
     bound = index.child_by_field_name("right")
     if operator is None or bound is None or source.text(operator) != "%":
         return None
-    return address, bound
+    if identifiers(source, bound) & runtime:
+        return None
+    return "".join(source.text(bound).split())
 
 
 def _returns_can_break(source: Source, kernel: Kernel) -> bool:
@@ -159,11 +180,21 @@ def _body(source: Source, kernel: Kernel, target: Target) -> bytes:
 
 
 def _inner(source: Source, kernel: Kernel, target: Target, private: str) -> str:
-    """The kernel's body with its atomics on the private copy and `return;` as `break;`."""
+    """The kernel's body with its atomics on the private copy (checked against its size where
+    guarded) and `return;` as `break;`."""
     body = kernel.body
     edits: list[tuple[int, int, bytes]] = []
-    for address in target.addresses:
-        subscript = address.named_children[0]
+    for add in target.adds:
+        if target.guarded:
+            edits.append(
+                (
+                    add.statement.start_byte,
+                    add.statement.end_byte,
+                    _guarded(source, add, target, private),
+                )
+            )
+            continue
+        subscript = add.address.named_children[0]
         pointer = subscript.child_by_field_name("argument")
         assert pointer is not None
         edits.append((pointer.start_byte, pointer.end_byte, private.encode()))
@@ -174,3 +205,13 @@ def _inner(source: Source, kernel: Kernel, target: Target, private: str) -> str:
     for start, end, text in sorted(edits, reverse=True):
         data = data[: start - body.start_byte] + text + data[end - body.start_byte :]
     return data.decode("utf-8")
+
+
+def _guarded(source: Source, add: Add, target: Target, private: str) -> bytes:
+    """`{ index once; inside the shared copy: add there, else to P as before }`."""
+    name, value = target.pointer.name, source.text(add.value)
+    return (
+        f"{{ const long long {AT} = (long long)({source.text(add.index)}); "
+        f"if ({AT} >= 0 && {AT} < {target.bound}) atomicAdd(&{private}[{AT}], {value}); "
+        f"else atomicAdd(&{name}[{AT}], {value}); }}"
+    ).encode()
