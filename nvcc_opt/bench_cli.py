@@ -67,6 +67,16 @@ def bench() -> None:
     help="Run apps concurrently, one per GPU, each with CUDA_VISIBLE_DEVICES set to its GPU: "
     "comma-separated device ids (0,1,2,3) or all (nvidia-smi's). Default: one app at a time.",
 )
+@click.option(
+    "--start-within",
+    "start_within_s",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="Start no app run later than this many seconds after the bench began (for a time-"
+    "limited machine: no run is begun that cannot finish); the apps left are listed as not "
+    "started. Default: no limit.",
+)
 def suite(
     suite_dir: Path,
     spec: str,
@@ -78,6 +88,7 @@ def suite(
     cmake_args: tuple[str, ...],
     timeout_s: float | None,
     gpus_spec: str | None,
+    start_within_s: float | None,
 ) -> None:
     """Optimize every kernel of the suite RUNS times, each run in a fresh build tree with a
     fresh store (yours is never touched), and write OUT/suite-DATE-MODEL.json and .md: per
@@ -110,6 +121,7 @@ def suite(
         launcher=launcher_path(),
         command_line=command_line(),
         gpus=gpus,
+        start_within_s=start_within_s,
     )
     try:
         report = run_suite(options, echo=lambda message: click.echo(message, err=True))

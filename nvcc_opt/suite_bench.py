@@ -94,6 +94,7 @@ class Options:
     launcher: str = "nvcc-opt"
     command_line: str = ""
     gpus: tuple[str, ...] = ()  # one app run per GPU at once; (): one at a time, env untouched
+    start_within_s: float | None = None  # no run starts later than this after the bench began
 
 
 # --- --gpus ---------------------------------------------------------------------------------
@@ -624,6 +625,7 @@ def run_suite(options: Options, echo: Callable[[str], None] = lambda _: None) ->
             "cmake_args": list(options.cmake_args),
             "timeout_s": options.timeout_s,
             "gpus": list(options.gpus),
+            "start_within_s": options.start_within_s,
             "out": str(options.out),
             "work": str(work),
             "stem": stem,
@@ -656,16 +658,22 @@ def run_jobs(
     bench was interrupted. As many run at once as there are GPUs in `options.gpus`, each on a GPU
     taken from a queue and given back when its run ends (so a GPU never idles while jobs wait);
     without GPUs one at a time, in the caller's environment. On Ctrl-C the runs in flight are
-    stopped (see `run_app`) and the jobs not started yet give None."""
+    stopped (see `run_app`) and the jobs not started yet give None; so do the jobs whose turn
+    comes more than `options.start_within_s` after the start."""
     free: queue.Queue[str | None] = queue.Queue()
     for gpu in options.gpus or (None,):
         free.put(gpu)
     stop = threading.Event()
+    began = time.monotonic()
+    within = options.start_within_s
 
     def on_a_free_gpu(app: Path, run: int) -> AppRun | None:
         if stop.is_set():
             return None
         gpu = free.get()
+        if within is not None and time.monotonic() - began > within:
+            free.put(gpu)
+            return None  # too late to begin: the report lists the app as not started
         try:
             say = _prefixed(echo, f"[{app.name} run {run}/{options.runs}]")
             return run_app(app, run, options, base, say, gpu, stop)

@@ -451,6 +451,14 @@ def _header(report: Report) -> list[str]:
             "- interrupted: the runs in flight were stopped (their rows say so); apps not run: "
             + (", ".join(report.not_run) or "none")
         )
+    elif report.not_run:
+        within = report.options.get("start_within_s")
+        lines.append(
+            f"- not started (their turn came after --start-within {within:g} s): "
+            if isinstance(within, int | float)
+            else "- not started: "
+        )
+        lines[-1] += ", ".join(report.not_run)
     return [*lines, ""]
 
 

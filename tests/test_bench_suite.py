@@ -702,6 +702,21 @@ def test_without_gpus_one_app_at_a_time_in_the_callers_environment(tmp_path: Pat
     assert "[a run 1/1] [k] src/k.cu:2: optimizing" in stderr
 
 
+def test_no_run_starts_after_start_within_and_the_report_names_the_apps_left(
+    tmp_path: Path,
+) -> None:
+    """a takes 1.5 s; b's turn comes after the 1 s allowed: b and c are not started, and the
+    bench ends normally (nothing was cut short)."""
+    suite = _fake_suite(tmp_path, "abc", **{"a/linger": "1.5"})
+    bench_process = _fake_bench(tmp_path, suite, "--start-within", "1")
+    report, md, _ = _finish(bench_process, tmp_path / "results")
+    assert [app for kind, app, _, _ in _events(tmp_path) if kind == "start"] == ["a"]
+    assert not report["interrupted"] and report["not_run"] == ["b", "c"]
+    assert [r["app"] for r in report["runs"]] == ["a"] and report["options"]["start_within_s"] == 1
+    assert "- not started (their turn came after --start-within 1 s): b, c\n" in md
+    assert report["overall"]["kernels"] == 1 and report["overall"]["failed_runs"] == 0
+
+
 @pytest.mark.parametrize("gpus", [(), ("--gpus", "3")])
 def test_ctrl_c_stops_the_runs_in_flight_and_reports_what_finished(
     tmp_path: Path, gpus: tuple[str, ...]

@@ -11,11 +11,11 @@ the grid's). Where every index is `e % B`, B a compile-time constant (a literal 
 not a parameter or local of the kernel), B bounds the index and the shared copy has B counters.
 Otherwise (a histogram's `bins[values[i]]`) the shared copy has `GUARDED_SLOTS` counters and each
 add checks its index: one inside them goes to the shared copy, any other to P as before. The
-flush adds only counters that are not zero, so it touches no address of P the original did not. The kernel's statements run inside
-`do { ... } while (0)` with each `return;` as `break;` (so every thread reaches the barriers),
-which needs every return outside loops and switches. The order of the additions changes (as it
-does between runs of any atomic sum): the application's tolerance must allow that, and
-benchmark_code checks it.
+flush adds only counters that are not zero, so it touches no address of P the original did not.
+The kernel's statements run inside `do { ... } while (0)` with each `return;` as `break;` (so
+every thread reaches the barriers), which needs every return outside loops and switches. The
+order of the additions changes (as it does between runs of any atomic sum): the application's
+tolerance must allow that, and benchmark_code checks it.
 """
 
 from __future__ import annotations
