@@ -39,7 +39,7 @@ import time
 import tomllib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,7 @@ from nvcc_opt.suite_report import (
 from nvcc_opt.tools.bench import Measured, read_benchmark
 
 GRACE_S = 30.0  # after SIGINT at a timeout, before SIGKILL: optimize prints what it verified
+TIMEOUT = "timeout"  # a run's stop reason when the bench's --timeout ended it
 POLL_S = 0.2  # how often a run in flight looks whether the bench was interrupted
 GPU_QUERY = ("nvidia-smi", "--query-gpu=index", "--format=csv,noheader")
 _CANNOT = re.compile(r"^\[(?P<region>[^\]\s]+)(?: gpu [^\]]*)?\] cannot optimize: (?P<why>.*)$")
@@ -516,8 +517,9 @@ def run_app(
             kernels.append(_unreached(app.name, run, root, region, f"cannot optimize: {why}"))
     if ran.stopped:
         return failed(INTERRUPTED, kernels)
-    if ran.timed_out:
-        return failed(f"timeout after {optimize_timeout(options, regions):g} s", kernels)
+    if ran.timed_out:  # optimize got the same SIGINT: what it stopped counts, as a timeout
+        kernels = [replace(k, stopped=TIMEOUT) if k.stopped == INTERRUPTED else k for k in kernels]
+        return failed(f"{TIMEOUT} after {optimize_timeout(options, regions):g} s", kernels)
     if ran.returncode != 0 or results is None:
         why = short_reason(ran.stderr or ran.stdout)
         return failed(f"optimize exited {ran.returncode}: {why}", kernels)

@@ -242,6 +242,7 @@ def summarize_kernel(kernel: Kernel, runs: Sequence[KernelRun], n_runs: int) -> 
     finished = [r for r in runs if not was_stopped(r)]
     if not finished and runs:
         return _unfinished_row(kernel, runs, n_runs)
+    stopped = len(runs) - len(finished)
     runs = finished
     done = [r for r in runs if r.status != "error"]
     failed = [r for r in runs if r.status == "error"]
@@ -267,6 +268,8 @@ def summarize_kernel(kernel: Kernel, runs: Sequence[KernelRun], n_runs: int) -> 
     if failed and done:
         why = failed[0].reasons[0] if failed[0].reasons else "failed"
         verdict += f" ({len(failed)} of {n_runs} runs failed: {why})"
+    if stopped:
+        verdict += f" ({len(runs)} of {len(runs) + stopped} runs counted: the others were stopped)"
     return KernelRow(
         app=kernel.app,
         file=kernel.file,

@@ -187,6 +187,19 @@ def test_a_kernel_the_bench_stopped_is_not_counted_and_never_replaces_a_finished
     assert [(s.rows_kept) for s in merged.sources] == [1, 2]
 
 
+def test_a_kernel_with_some_runs_stopped_counts_the_others_and_says_how_many() -> None:
+    kept = KernelRun("fir", "src/k.cu", "k", 1, KEPT, 1.0, 2.0, 60.0, reasons=("no diff",),
+                     outcome=classify(KEPT, ("no diff",)))  # fmt: skip
+    runs = [
+        AppRun("fir", 1, (kept,), None, 60.0, "w"),
+        AppRun("fir", 2, (), "interrupted before it started", 0.0, "w"),
+        AppRun("fir", 3, (), "interrupted before it started", 0.0, "w"),
+    ]
+    (row,) = rows_for([Kernel("fir", "src/k.cu", "k")], runs, 3)
+    assert not row.unfinished and row.errors == 0
+    assert row.verdict.endswith("(1 of 3 runs counted: the others were stopped)"), row.verdict
+
+
 def test_the_gpu_each_run_had_survives_a_merge_and_an_older_report_has_none(
     two: tuple[Path, Path], tmp_path: Path
 ) -> None:

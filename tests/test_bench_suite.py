@@ -534,7 +534,7 @@ def test_the_bench_end_to_end(tmp_path: Path, gpu: str | None) -> None:
 # logs "start|end APP GPU ARGS" (GPU: its CUDA_VISIBLE_DEVICES), waits until FAKE_PARTNERS
 # optimizes run at once (or every app started), lingers as long as the app's `linger` file says,
 # sleeps for ever where the app has a `hang` file, and answers region k as optimize --json does;
-# on SIGINT it answers what it "verified" so far (k) and exits, as optimize does.
+# on SIGINT it answers k as stopped ("interrupted", no final answer) and exits, as optimize does.
 FAKE_NVCC_OPT = """\
 import json, os, signal, sys, time
 from pathlib import Path
@@ -551,6 +551,8 @@ def event(kind):
 def answer(*_):
     k = {"file": str(Path("src/k.cu").resolve()), "region": "k", "status": "original kept",
          "reasons": ["no difference"], "wall_s": 0.5, "baseline_ms": 1.0}
+    if _:  # stopped in the middle of k, as optimize reports a region it could not finish
+        k.update(stopped="interrupted", reasons=["no final answer: interrupted"])
     print(json.dumps([k], indent=2), flush=True)
     event("end")
     sys.exit(130 if _ else 0)
@@ -702,6 +704,23 @@ def test_without_gpus_one_app_at_a_time_in_the_callers_environment(tmp_path: Pat
     assert "[a run 1/1] [k] src/k.cu:2: optimizing" in stderr
 
 
+def test_a_kernel_its_run_timeout_stopped_counts_as_a_timeout_not_as_unfinished(
+    tmp_path: Path,
+) -> None:
+    """--timeout sends optimize the same SIGINT as Ctrl-C: the kernel it stopped is the bench's
+    finding about the model (too slow), so it stays in the numbers."""
+    suite = _fake_suite(tmp_path, "ab", **{"b/hang": ""})
+    report, md, _ = _finish(_fake_bench(tmp_path, suite, "--timeout", "2"), tmp_path / "results")
+    assert not report["interrupted"]
+    (b_run,) = [r for r in report["runs"] if r["app"] == "b"]
+    assert b_run["error"] == "timeout after 2 s"
+    assert [k["stopped"] for k in b_run["kernels"]] == ["timeout"]
+    row = next(row for row in report["rows"] if row["app"] == "b")
+    assert not row["unfinished"] and row["verdict"] == "kept: no answer (timeout)", row
+    overall = report["overall"]
+    assert (overall["kernels"], overall["unfinished"], overall["failed_runs"]) == (2, 0, 1)
+
+
 def test_no_run_starts_after_start_within_and_the_report_names_the_apps_left(
     tmp_path: Path,
 ) -> None:
@@ -733,15 +752,12 @@ def test_ctrl_c_stops_the_runs_in_flight_and_reports_what_finished(
     assert report["interrupted"] and report["not_run"] == ["c"]
     assert [(r["app"], r["error"]) for r in report["runs"]] == [("a", None), ("b", "interrupted")]
     rows = {(row["app"], row["region"]): row["verdict"] for row in report["rows"]}
-    assert rows == {
-        ("a", "k"): "kept: no improvement",
-        ("b", "k"): "kept: no improvement",  # what optimize answered when interrupted is kept
-        ("b", "j"): "unfinished: the bench was stopped before this kernel's runs ended "
-        "(not counted)",
-    }
-    overall = report["overall"]  # the stopped kernel measured nothing: not a failure, not counted
-    assert (overall["kernels"], overall["unfinished"], overall["failed_runs"]) == (2, 1, 0)
-    assert "Not counted: 1 kernel whose runs the bench stopped before they ended." in md
+    unfinished = "unfinished: the bench was stopped before this kernel's runs ended (not counted)"
+    assert rows == {("a", "k"): "kept: no improvement", ("b", "k"): unfinished,
+                    ("b", "j"): unfinished}  # fmt: skip
+    overall = report["overall"]  # the stopped kernels measured nothing: not failures, not counted
+    assert (overall["kernels"], overall["unfinished"], overall["failed_runs"]) == (1, 2, 0)
+    assert "Not counted: 2 kernels whose runs the bench stopped before they ended." in md
     stopped = "- interrupted: the runs in flight were stopped (their rows say so); apps not run"
     assert f"{stopped}: c\n" in md
     assert "interrupted: stopping the runs in flight" in stderr

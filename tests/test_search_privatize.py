@@ -55,6 +55,21 @@ GUARDED = (
 )
 
 
+def test_every_thread_of_a_2d_block_clears_and_flushes_its_own_share_once() -> None:
+    new = shared_atomics(HISTOGRAM, Facts())
+    assert new is not None
+    flat = "(int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+    each = f"for (int nvcc_opt_k = {flat}; nvcc_opt_k < (1024); "
+    assert new.count(each + "nvcc_opt_k += (int)(blockDim.x * blockDim.y * blockDim.z))") == 2
+
+
+def test_a_literal_bound_too_large_for_shared_memory_takes_the_guarded_copy() -> None:
+    new = shared_atomics(COUNTERS.replace("i % kCounters", "i % 1048576"), Facts())
+    assert new is not None and "nvcc_opt_counters[1024];" in new and "nvcc_opt_at < 1024" in new
+    small = shared_atomics(COUNTERS.replace("i % kCounters", "i % 512"), Facts())
+    assert small is not None and "nvcc_opt_counters[512];" in small and "nvcc_opt_at" not in small
+
+
 def test_a_histogram_gets_a_shared_copy_whose_adds_check_their_index() -> None:
     new = shared_atomics(HISTOGRAM, Facts())
     assert new is not None
@@ -76,6 +91,15 @@ def test_a_histogram_gets_a_shared_copy_whose_adds_check_their_index() -> None:
             "w[i]);\n}", "w[i]);\n  if (seen > 1e9) return;\n}"),
          "the add's result is used: a private add would return the block's count"),
         (HISTOGRAM.replace("], 1u)", "], bins[0])"), "the counters are read"),
+        (
+            "#define CHECK(c) if (!(c)) return\n"
+            + COUNTERS.replace("if (i >= n) return;", "CHECK(i < n);"),
+            "a return inside a macro: that thread would skip the flush",
+        ),
+        (COUNTERS.replace("if (i >= n) return;", "if (i >= n) GUARD_EXIT();"),
+         "an upper-case call may be a macro that returns"),
+        (COUNTERS.replace("if (i >= n) return;", "auto f = [&]() { return; }; f();"),
+         "a return inside a lambda is not the kernel's"),
         (COUNTERS.replace("if (i >= n) return;", "for (;;) { if (i >= n) return; break; }"),
          "a return inside a loop cannot become break"),
         (COUNTERS.replace("int i =", "__syncthreads();\n  int i ="), "barriers already"),
@@ -147,6 +171,9 @@ int main() {{
   for (int k = 0; k < 2048; ++k) b1[k] = b2[k] = 0;
   histogram_kernel<<<(n + 255) / 256, 256>>>(values, b1, n);
   private_copy::histogram_kernel<<<(n + 255) / 256, 256>>>(values, b2, n);
+  // a 2D block (64 x 4): each value counted 4 times by both, each counter flushed once
+  histogram_kernel<<<(n + 63) / 64, dim3(64, 4)>>>(values, b1, n);
+  private_copy::histogram_kernel<<<(n + 63) / 64, dim3(64, 4)>>>(values, b2, n);
   cudaDeviceSynchronize();
   int wrong = 0;
   for (int k = 0; k < 2048; ++k) wrong += b1[k] != b2[k];

@@ -194,9 +194,9 @@ class RunConfig(Section):
     stop_early_after: int = Field(
         default=4,
         ge=0,
-        description="Stop timing a candidate after this many pairs when none of them had it"
-        " min_speedup faster (it cannot be called faster; a faster one is always timed in full);"
-        " 0 times every pair.",
+        description="While exploring, stop timing a candidate after this many pairs when none"
+        " of them had it min_speedup faster (it cannot be called faster; a faster one, and the"
+        " final verification, are always timed in full); 0 times every pair.",
     )
 
     @model_validator(mode="after")

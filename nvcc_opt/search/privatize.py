@@ -20,6 +20,7 @@ tolerance must allow that, and benchmark_code checks it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,10 @@ if TYPE_CHECKING:
 LOOPS = ("for_statement", "while_statement", "do_statement", "switch_statement")
 GUARDED_SLOTS = 1024  # counters of a shared copy whose index has no compile-time bound
 AT = "nvcc_opt_at"
+# Each thread of a block of any shape clears and flushes its share of the counters once.
+FLAT_THREAD = "(int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+THREADS = "(int)(blockDim.x * blockDim.y * blockDim.z)"
+MACRO_RETURN = re.compile(r"^[ \t]*#[ \t]*define\b[^\n]*\breturn\b", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -88,8 +93,9 @@ def _target(source: Source, kernel: Kernel) -> Target | None:
             continue
         found = [add for add in adds if add is not None]
         bounds = {_bound(source, add.index, runtime) for add in found}
-        if len(bounds) == 1 and None not in bounds:
-            return Target(pointer, str(bounds.pop()), found, guarded=False)
+        bound = bounds.pop() if len(bounds) == 1 else None
+        if bound is not None and not (bound.isdigit() and int(bound) > GUARDED_SLOTS):
+            return Target(pointer, bound, found, guarded=False)
         return Target(pointer, str(GUARDED_SLOTS), found, guarded=True)
     return None
 
@@ -138,11 +144,22 @@ def _bound(source: Source, index: tree_sitter.Node, runtime: set[str]) -> str | 
 
 
 def _returns_can_break(source: Source, kernel: Kernel) -> bool:
-    """Whether every `return` of the kernel can become `break` out of a `do { } while (0)`."""
+    """Whether every `return` of the kernel can become `break` out of a `do { } while (0)`: none
+    inside a loop, a switch or a lambda, and none hidden in a macro (a call of an upper-case
+    name, or a `#define` with a `return` in the region), whose thread would skip the flush."""
     text = source.text(kernel.body)
     if "__syncthreads" in text or "__shared__" in text:
         return False
+    if MACRO_RETURN.search(source.data.decode("utf-8", "replace")):
+        return False
     for node in walk(kernel.body):
+        if node.type == "lambda_expression":
+            return False
+        if node.type == "call_expression":
+            function = node.child_by_field_name("function")
+            name = "" if function is None else source.text(function)
+            if name.isupper() and name.isidentifier():
+                return False
         if node.type != "return_statement":
             continue
         if node.named_children:
@@ -161,7 +178,7 @@ def _body(source: Source, kernel: Kernel, target: Target) -> bytes:
     private = f"nvcc_opt_{name}"
     first, *rest = _inner(source, kernel, target, private).split("\n")
     inner = "\n".join([first, *(unit + line if line else line for line in rest)])
-    each = f"for (int nvcc_opt_k = threadIdx.x; nvcc_opt_k < ({bound}); nvcc_opt_k += blockDim.x)"
+    each = f"for (int nvcc_opt_k = {FLAT_THREAD}; nvcc_opt_k < ({bound}); nvcc_opt_k += {THREADS})"
     lines = [
         "{",
         f"{unit}// {name} privatized per block in shared memory: one global add per counter",

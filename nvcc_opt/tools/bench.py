@@ -105,11 +105,13 @@ class Benchmark:
         compile_args: list[str],
         repeats: int,
         more_checks: Callable[[Build, Build], list[str]] | None = None,
+        stop_early: bool = True,
     ) -> Verdict:
         """Guards, build, checks and timing of one candidate, as a structured verdict.
 
         `more_checks(baseline, candidate)` (the final verification's fresh inputs, sanitizer)
-        runs after the candidate passed its first check and before any timing."""
+        runs after the candidate passed its first check and before any timing. `stop_early`:
+        stop timing once the candidate cannot be called faster (`[run] stop_early_after`)."""
         reasons = guards.check(self.region.text, code, file_text=self.region.file_text)
         if reasons:
             return decide(True, "", None, None, guard_reasons=reasons)
@@ -132,6 +134,7 @@ class Benchmark:
                 gpu=self.gpu,
                 baseline_output=self._reference(baseline),
                 more_checks=later,
+                stop_early=stop_early,
             )
         except MeasureError as exc:
             raise ToolError(f"{exc}; fix the candidate or the [time] settings") from exc

@@ -41,7 +41,10 @@ def verify_code(
     notes: list[str] = []
     checks = final_checks(config, runner, bench.gpu, notes)
     try:
-        verdict = bench.evaluate(code, compile_args, config.run.final_repeats, checks)
+        # every pair timed: a speedup found while exploring is never dropped by the early stop
+        verdict = bench.evaluate(
+            code, compile_args, config.run.final_repeats, checks, stop_early=False
+        )
         return verdict, notes
     finally:
         for tree in bench._trees or ():

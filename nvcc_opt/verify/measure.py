@@ -138,6 +138,7 @@ def measure(
     args: tuple[str, ...] = (),
     baseline_output: RunOutput | None = None,
     more_checks: Callable[[], list[str]] | None = None,
+    stop_early: bool = True,
 ) -> Measurement:
     """Check the candidate against the baseline, then `more_checks` (fresh inputs, sanitizer:
     reasons it is wrong), then time both, paired."""
@@ -159,7 +160,7 @@ def measure(
         return Measurement(baseline_output, verdict, None, 0, note)
     times: dict[str, list[float]] = {"A": [], "B": []}
     min_speedup = config.verify.min_speedup
-    stop_after = config.run.stop_early_after
+    stop_after = config.run.stop_early_after if stop_early else 0
     for step in schedule(repeats, config.run.warmup):
         which = step[-1]
         build = baseline if which == "A" else candidate

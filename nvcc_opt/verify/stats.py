@@ -27,7 +27,9 @@ Stopping early. `hopeless(baseline, candidate, min_speedup)`: after some pairs (
 stop_early_after`, 4 by default) not one pair has the candidate `min_speedup` faster. Timing the
 rest cannot make it "faster" unless every later pair disagrees with every earlier one, so
 `measure` stops and `compare(..., planned=N)` says "not faster" (a "no improvement"). It only ever
-ends a comparison without a speedup: a candidate called faster has had every pair timed. A true
+ends a comparison without a speedup: a candidate called faster has had every pair timed. Only
+exploration stops early: the final verification times every pair, so a speedup found while
+exploring is never thrown away by this rule. A true
 speedup at or above the minimum is stopped this way with probability at most 2**-n (each pair
 falls below the minimum at most half the time); a real 5% speedup whose pair ratios vary by 2%
 (one standard deviation), about once in 50,000 (tests/test_verify_stats.py simulates it).
@@ -124,7 +126,9 @@ def compare(
 def hopeless(baseline: Sequence[float], candidate: Sequence[float], min_speedup: float) -> bool:
     """No pair so far has the candidate `min_speedup` faster (see "Stopping early")."""
     pairs = list(zip(baseline, candidate, strict=True))
-    return bool(pairs) and all(a / b < min_speedup for a, b in pairs)
+    if not pairs or any(b <= 0 for _, b in pairs):
+        return False  # no pair yet, or a time `summarize` will refuse with its own error
+    return all(a / b < min_speedup for a, b in pairs)
 
 
 def signed_rank_p(differences: Sequence[float]) -> float:
