@@ -252,8 +252,9 @@ def _tried(step: dict[str, Any], call: dict[str, Any], run: int) -> Tried:
 
 
 def find_apps(suite: Path, only: Sequence[str] = ()) -> list[Path]:
-    """The suite's apps (folders with nvcc-opt.toml and CMakeLists.txt), sorted by name,
-    filtered by `only`. SuiteError when there is no suite, no app, or an unknown name."""
+    """The suite's apps (folders with nvcc-opt.toml and CMakeLists.txt), sorted by name, or the
+    ones `only` names in its order (a time-limited slice runs the most wanted first). SuiteError
+    when there is no suite, no app, or an unknown name."""
     if not suite.is_dir():
         raise SuiteError(f"{suite}: no such suite folder")
     apps = sorted(
@@ -269,7 +270,8 @@ def find_apps(suite: Path, only: Sequence[str] = ()) -> list[Path]:
                 f"--only: no app named {', '.join(unknown)} in {suite} "
                 f"(apps: {', '.join(sorted(names)) or 'none'})"
             )
-        apps = [p for p in apps if p.name in only]
+        by_name = {p.name: p for p in apps}
+        apps = [by_name[name] for name in dict.fromkeys(only)]
     if not apps:
         raise SuiteError(f"{suite}: no apps (folders with {CONFIG_NAME} and CMakeLists.txt)")
     return apps
