@@ -2,12 +2,13 @@
 
 A device session is too short for the whole suite, so it runs in slices (`bench suite --only`);
 merging their JSON reports gives the table a single run would have. A later file's row replaces
-an earlier file's row for the same (app, kernel), and each app's runs come from the last file
-that gave it a row; the rows are ordered by app as a whole-suite run orders them. The overall
-numbers and targets are recomputed with the bench's own `summarize`, and each report's rows are
-summarized again from its runs (an older report gets today's rules); a row whose runs the bench
-stopped (unfinished) never replaces a finished one. The result names its sources
-(file, command, start, rows kept) and is written as `suite-merged-DATE-MODEL.json` and `.md`.
+an earlier file's row for the same (app, kernel), but a row whose runs the bench stopped
+(unfinished) never replaces a finished one; the runs kept are those behind the rows kept (an app
+whose rows came from two files has the runs of both); the rows are ordered by app. Each report's
+rows are summarized again from its runs first (an older report gets today's rules), and the
+overall numbers and targets are recomputed with the bench's own `summarize`. The result names
+its sources (file, command, start, rows kept) and is written as `suite-merged-DATE-MODEL.json`
+and `.md`.
 """
 
 from __future__ import annotations
@@ -132,13 +133,12 @@ def merged_rows(loaded: Sequence[Loaded]) -> dict[tuple[str, str], tuple[KernelR
 def merged_runs(
     loaded: Sequence[Loaded], chosen: dict[tuple[str, str], tuple[KernelRow, Loaded]]
 ) -> list[AppRun]:
-    """Each app's runs from the last file that gave the app a row (its failed runs are the ones
-    the overall count includes)."""
-    last: dict[str, Loaded] = {}
-    for item in loaded:
-        last.update({row.app: item for row, source in chosen.values() if source is item})
+    """The runs behind the chosen rows: each file's runs of the apps it gave a row, in file
+    order within an app (its failed runs are the ones the overall count includes). An app
+    whose rows came from two files has the runs of both."""
+    behind = {(row.app, id(source)) for row, source in chosen.values()}
     return sorted(
-        (run for item in loaded for run in item.report.runs if last.get(run.app) is item),
+        (run for item in loaded for run in item.report.runs if (run.app, id(item)) in behind),
         key=lambda run: (run.app, run.run),
     )
 
