@@ -108,7 +108,7 @@ def merge_reports(paths: Sequence[Path], out: Path, command: str = "") -> Report
 def resummarized(report: Report) -> Report:
     """`report` with its rows summarized again from its runs by this nvcc-opt (so a report of an
     older one gets today's rules, such as unfinished rows), in the same order. A merged report
-    is returned as it is: its rows came from several reports, its runs from the last of each."""
+    is returned as it is: its rows came from several reports and were summarized then."""
     if report.sources:
         return report
     kernels = [Kernel(row.app, row.file, row.region) for row in report.rows]

@@ -294,13 +294,19 @@ def summarize_kernel(kernel: Kernel, runs: Sequence[KernelRun], n_runs: int) -> 
     )
 
 
+def stopped_by_bench(error: str | None) -> bool:
+    """Whether an app run's error (or a kernel run's first reason) says the bench stopped it
+    (Ctrl-C: "interrupted", "interrupted before it started"), not that it failed."""
+    return error is not None and error.startswith(INTERRUPTED)
+
+
 def was_stopped(run: KernelRun) -> bool:
-    """The bench stopped this run (Ctrl-C, its time limit) before it proposed anything: in the
-    middle of optimize, or before optimize reached the region."""
+    """The bench stopped this run (Ctrl-C) before it proposed anything: in the middle of
+    optimize, or before optimize reached the region."""
     if run.status == PROPOSED:
         return False
     if run.status == "error":
-        return bool(run.reasons) and run.reasons[0].startswith(INTERRUPTED)
+        return bool(run.reasons) and stopped_by_bench(run.reasons[0])
     return run.stopped == INTERRUPTED
 
 
@@ -344,7 +350,7 @@ def _outcome(run: KernelRun) -> str:
 
 def failed_runs(runs: Sequence[AppRun]) -> int:
     """App runs that failed (configure, build, optimize), not counting those the bench stopped."""
-    return sum(1 for r in runs if r.error is not None and not r.error.startswith(INTERRUPTED))
+    return sum(1 for r in runs if r.error is not None and not stopped_by_bench(r.error))
 
 
 def summarize(rows: Sequence[KernelRow], failed_runs: int = 0) -> Overall:

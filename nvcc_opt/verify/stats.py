@@ -29,10 +29,10 @@ rest cannot make it "faster" unless every later pair disagrees with every earlie
 `measure` stops and `compare(..., planned=N)` says "not faster" (a "no improvement"). It only ever
 ends a comparison without a speedup: a candidate called faster has had every pair timed. Only
 exploration stops early: the final verification times every pair, so a speedup found while
-exploring is never thrown away by this rule. A true
-speedup at or above the minimum is stopped this way with probability at most 2**-n (each pair
-falls below the minimum at most half the time); a real 5% speedup whose pair ratios vary by 2%
-(one standard deviation), about once in 50,000 (tests/test_verify_stats.py simulates it).
+exploring is never thrown away by this rule. A true speedup at or above the minimum is stopped
+this way with probability at most 2**-n (each pair falls below the minimum at most half the
+time); a real 5% speedup whose pair ratios vary by 2% (one standard deviation), about once in
+50,000 (tests/test_verify_stats.py simulates it).
 """
 
 from __future__ import annotations
@@ -117,9 +117,8 @@ def compare(
     )
     verdict, why = _decide(speedup, low, p, base.n, min_speedup=min_speedup, alpha=alpha)
     if planned is not None and base.n < planned:
-        verdict = "not faster"
-        why = f"not faster: stopped after {base.n} of {planned} pairs, none {min_speedup:.3f}x"
-        why += " faster"
+        verdict, least = "not faster", f"{min_speedup:.3f}x"
+        why = f"not faster: stopped after {base.n} of {planned} pairs, none {least} faster"
     return Comparison(base, cand, speedup, low, high, p, verdict, f"{why} ({summary})")
 
 
