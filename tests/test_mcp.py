@@ -16,7 +16,7 @@ import pytest
 
 from nvcc_opt.records import RewriteState
 from nvcc_opt.store.api import Store
-from tests.conftest import needs_nvcc
+from tests.conftest import PAPER_SIX, needs_nvcc
 from tests.test_tools_bench import FIXTURE, HALF
 
 pytest.importorskip("mcp")
@@ -24,14 +24,6 @@ pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters, types  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
-SIX = {
-    "benchmark_code",
-    "microbench_code",
-    "compiler_analysis",
-    "file_viewer",
-    "list_dir",
-    "search",
-}
 T = TypeVar("T")
 
 
@@ -88,7 +80,7 @@ def test_tools_are_listed_with_schemas_and_file_tools_stay_in_the_root(
 
     (project.parent / "secret.txt").write_text("do not show\n")
     found = _session(exe, project, body)
-    assert SIX | {"submit"} <= set(found)
+    assert set(PAPER_SIX) | {"submit"} <= set(found)
     submit = found["submit"].input_schema
     assert submit["required"] == ["final_code", "explanation"]
     assert submit["properties"]["final_code"]["type"] == "string"

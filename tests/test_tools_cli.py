@@ -21,17 +21,9 @@ from nvcc_opt.tools.catalog import TOOL_NAMES, open_catalog
 from nvcc_opt.tools.cli import tool_command
 from nvcc_opt.tools.region import Region
 from nvcc_opt.workspace.runner import ProcessRunner
-from tests.conftest import needs_nvcc
+from tests.conftest import PAPER_SIX, needs_nvcc
 
 HOSTAPP = Path(__file__).parent / "fixtures" / "hostapp"
-PAPER_ORDER = [
-    "benchmark_code",
-    "microbench_code",
-    "compiler_analysis",
-    "file_viewer",
-    "list_dir",
-    "search",
-]
 # Host code only, so it runs without a GPU; it shows which GPU the tool gave it.
 HOST_PROGRAM = """#include <cstdlib>
 #include "nvcc_opt_bench.cuh"
@@ -93,8 +85,8 @@ def test_listing_describes_the_six_tools_in_the_papers_order() -> None:
     listing = invoke()
     assert listing.exit_code == 0
     heads = [block.split("(", 1)[0] for block in listing.output.strip().split("\n\n")]
-    assert heads == [*PAPER_ORDER, "profile_kernel"]  # the optional one after the six
-    assert list(TOOL_NAMES) == PAPER_ORDER
+    assert heads == [*PAPER_SIX, "profile_kernel"]  # the optional one after the six
+    assert list(TOOL_NAMES) == PAPER_SIX
     needs = [b.split("(", 1)[0] for b in listing.output.split("\n\n") if "needs --region" in b]
     assert needs == ["benchmark_code", "compiler_analysis", "profile_kernel"]
     assert listing.output.startswith(
@@ -130,7 +122,7 @@ def test_schema_of_each_tool_needs_no_project(
 def test_unknown_names() -> None:
     schema = invoke("nope", "--schema")
     assert schema.exit_code == 2
-    assert f"choose from {', '.join(PAPER_ORDER)}" in schema.output
+    assert f"choose from {', '.join(PAPER_SIX)}" in schema.output
     called = invoke("benchmark_cod")
     assert called.exit_code == 1
     assert called.output.startswith(
@@ -213,11 +205,11 @@ def test_catalog_builds_what_the_region_allows(tmp_path: Path, scratch: Path) ->
     (tmp_path / "nvcc-opt.toml").write_text('[build]\ndir = "build"\n[gpu]\ndevices = ["2"]\n')
     (tmp_path / "k.cu").write_text("// @optimize\n__global__ void k() {}\n")
     with open_catalog(tmp_path) as bare:
-        assert bare.toolbox.names == PAPER_ORDER[1:2] + PAPER_ORDER[3:]
+        assert bare.toolbox.names == PAPER_SIX[1:2] + PAPER_SIX[3:]
         assert bare.bench is None and bare.microbench.gpu == "2"
     region = Region.find(tmp_path / "k.cu", "k")
     with open_catalog(tmp_path, region, launcher="nvcc-opt") as full:
-        assert full.toolbox.names == PAPER_ORDER
+        assert full.toolbox.names == PAPER_SIX
         assert full.bench is not None and full.bench.region == region
     assert list(scratch.iterdir()) == []
 

@@ -32,16 +32,8 @@ from nvcc_opt.tools.profile import NO_KERNELS, SLOWDOWN, Profile
 from nvcc_opt.tools.region import Region
 from nvcc_opt.tools.schema import Toolbox, is_error
 from nvcc_opt.workspace.runner import Completed, ProcessRunner, ScriptedRunner, completed
-from tests.conftest import gpu_available, needs_nvcc
+from tests.conftest import PAPER_SIX, gpu_available, needs_nvcc
 
-PAPER_SIX = [
-    "benchmark_code",
-    "microbench_code",
-    "compiler_analysis",
-    "file_viewer",
-    "list_dir",
-    "search",
-]
 SOURCE = """\
 #include <cuda_runtime.h>
 
