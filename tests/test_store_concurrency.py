@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from nvcc_opt.records import NewRewrite, RewriteState
 from nvcc_opt.store import migrations
 from nvcc_opt.store.api import Store
@@ -176,3 +178,37 @@ def test_one_store_shared_by_threads(tmp_path: Path) -> None:
         assert sum(created for _, created in results) == 20
         assert len({rewrite_id for rewrite_id, _ in results}) == 20
         assert len(store.rewrites()) == 20
+
+
+class _LockedAtFirst:
+    """A real connection whose first `n` WAL switches answer "database is locked" at once, as
+    SQLite did in CI while 16 processes created one store."""
+
+    def __init__(self, conn: sqlite3.Connection, n: int) -> None:
+        self.conn, self.left = conn, n
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        if sql == "PRAGMA journal_mode=WAL" and self.left > 0:
+            self.left -= 1
+            raise sqlite3.OperationalError("database is locked")
+        return self.conn.execute(sql, *args)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def test_a_store_whose_switch_to_wal_is_refused_at_first_is_created_anyway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = sqlite3.connect
+    monkeypatch.setattr(
+        migrations.sqlite3, "connect", lambda *a, **k: _LockedAtFirst(real(*a, **k), 3)
+    )
+    db = tmp_path / "store.db"
+    assert migrations.migrate(db) == migrations.LATEST_VERSION
+    monkeypatch.setattr(migrations, "BUSY_TIMEOUT_S", 0.05)  # refused for longer: the error
+    monkeypatch.setattr(
+        migrations.sqlite3, "connect", lambda *a, **k: _LockedAtFirst(real(*a, **k), 10**6)
+    )
+    with pytest.raises(migrations.StoreError, match="cannot migrate: database is locked"):
+        migrations.migrate(tmp_path / "other.db")

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from nvcc_opt.store.errors import StoreError
 
 BUSY_TIMEOUT_S = 30.0
+WAL_RETRY_S = 0.01
 
 
 def _m1_create_tables(conn: sqlite3.Connection) -> None:
@@ -109,10 +111,22 @@ LATEST_VERSION = len(MIGRATIONS)
 
 
 def _connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
-    """A connection in autocommit mode (we issue BEGIN ourselves), WAL, with a busy timeout."""
+    """A connection in autocommit mode (we issue BEGIN ourselves), WAL, with a busy timeout.
+
+    Several processes opening a brand-new store at once (the first parallel build) race to turn
+    it to WAL, and SQLite can answer "database is locked" at once there, without waiting out the
+    busy timeout (seen in CI with 16 processes): that answer is retried until the timeout."""
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    return conn
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return conn
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                conn.close()
+                raise
+            time.sleep(WAL_RETRY_S)
 
 
 def migrate(path: str | os.PathLike[str]) -> int:
