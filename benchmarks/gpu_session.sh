@@ -8,6 +8,7 @@
 #      full size (2^24 elements, 400 repetitions) and [run] repeats (10 pairs) unless overridden;
 #   4. (PARTS=suite) `nvcc-opt bench suite --model search` on SUITE_ONLY apps (default: all), its
 #      traces packed into suite/traces.tar.gz (merge the slices' reports with `nvcc-opt bench merge`).
+#      For more than a few kernels, benchmarks/gpu_queue.sh runs them as a queue across calls.
 #      SUITE_GPUS (e.g. 0,1,2,3 or all) passes --gpus: one app per GPU at once, on a machine with
 #      several. At SUITE_S seconds (default 530) the bench gets SIGINT: it stops the runs in
 #      flight (up to 30 s) and still writes the report of what finished; SIGKILL 40 s later.

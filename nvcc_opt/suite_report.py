@@ -47,7 +47,7 @@ WRONG_CODES = frozenset(
 )  # fmt: skip
 APP_ROW = "(app)"  # the row of an app without a tagged region found
 REASON_CHARS = 160
-CHANGED_CHARS = 100
+CHANGED_CHARS = 120
 TIMED = ("improved", "no improvement")  # benchmark_code verdicts that come with a speedup
 _CODE = re.compile(r"^\s*([A-Za-z_]+)")
 
@@ -221,6 +221,32 @@ def first_line(text: str, limit: int = CHANGED_CHARS) -> str:
     return line if len(line) <= limit else line[: limit - 3].rstrip() + "..."
 
 
+POLICY_PREFIX = "Search policy: "
+OLD_POLICY_HEAD = re.compile(r"^(\d+\.\d+x measured by benchmark_code) with these changes:$")
+
+
+def what_changed(explanation: str, limit: int = CHANGED_CHARS) -> str:
+    """The table's "what changed" cell: the answer's first line, which names the changes (the
+    search policy's "Search policy: A + B (1.4x measured ...)" loses its prefix, as the whole
+    report is the policy's). An answer of an older policy, whose first line was only "Search
+    policy: 1.4x measured by benchmark_code with these changes:", gets the names from its
+    bullets, so merged reports of older sessions say what changed too."""
+    lines = [s.strip() for s in explanation.splitlines() if s.strip()]
+    if not lines:
+        return ""
+    head = lines[0].removeprefix(POLICY_PREFIX)
+    old = OLD_POLICY_HEAD.match(head)
+    if old:
+        names = []
+        for line in lines[1:]:
+            if not line.startswith("- "):
+                break
+            names.append(line[2:].split(":", 1)[0].strip())
+        if names:
+            head = f"{' + '.join(names)} ({old.group(1)})"
+    return first_line(head, limit)
+
+
 def short_reason(log: str, limit: int = REASON_CHARS) -> str:
     """The first line naming an error (with the next line when it ends in ":", as CMake's
     "CMake Error at CMakeLists.txt:3 (message):" does), else the last line of a log."""
@@ -277,7 +303,7 @@ def summarize_kernel(kernel: Kernel, runs: Sequence[KernelRun], n_runs: int) -> 
         baseline_ms=statistics.median(baselines) if baselines else None,
         best_speedup=speedup,
         improved=improved,
-        changed=first_line(best.explanation) if best is not None else "",
+        changed=what_changed(best.explanation) if best is not None else "",
         wall_s=statistics.median(walls) if walls else None,
         verdict=verdict,
         runs=n_runs,
@@ -518,13 +544,14 @@ def _overall(o: Overall) -> list[str]:
 
 
 def _tried(rows: Sequence[KernelRow]) -> list[str]:
-    """Per kernel: the final answer's first line, then one line per benchmark_code call (what,
-    speedup, verdict) and one per trace that could not be read."""
+    """Per kernel: what the final answer changed (its first line, without a limit), then one
+    line per benchmark_code call (what, speedup, verdict) and one per trace that could not be
+    read."""
     lines = ["## What was tried", ""]
     for r in rows:
         lines += [f"### {r.app} / {r.region}", ""]
         if r.explanation:
-            lines.append(f"Final answer: {first_line(r.explanation)}")
+            lines.append(f"Final answer: {what_changed(r.explanation, limit=10_000)}")
             lines.append("")
         lines += [f"- {tried_line(t, r.runs)}" for t in r.tried]
         lines += [f"- {why}" for why in r.trace_errors]

@@ -24,8 +24,11 @@ from nvcc_opt.suite_report import (
     render_markdown,
     rows_for,
     summarize,
+    what_changed,
     write_report,
 )
+
+RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 
 # (app, region, status, speedup, reasons) per kernel; an app with a str is a failed run
 Slice = dict[str, list[tuple[str, str, float, tuple[str, ...]]] | str]
@@ -263,3 +266,39 @@ def test_the_merge_command_end_to_end(
     refused = runner.invoke(bench, ["merge", str(two[0]), str(stranger), "--out", str(out)])
     assert refused.exit_code == 1 and f"{stranger}: not a suite report" in refused.output
     assert runner.invoke(bench, ["merge", "--out", str(out)]).exit_code == 2
+
+
+OLD_ANSWER = """Search policy: 3.984x measured by benchmark_code with these changes:
+- atomic adds onto a few counters privatized per block in shared memory: 3.984x, improved alone
+Tried and not kept:
+- const __restrict__ on read-only pointer parameters: 1.000x, no improvement"""
+
+NEW_ANSWER = """Search policy: twice the threads per block + -use_fast_math \
+(1.061x measured by benchmark_code)
+Changes:
+- twice the threads per block: 1.061x, improved alone"""
+
+
+def test_what_changed_names_the_changes_in_the_old_and_the_new_answer_and_keeps_a_models() -> None:
+    assert what_changed(OLD_ANSWER) == (
+        "atomic adds onto a few counters privatized per block in shared memory"
+        " (3.984x measured by benchmark_code)"
+    )
+    assert what_changed(NEW_ANSWER) == (
+        "twice the threads per block + -use_fast_math (1.061x measured by benchmark_code)"
+    )
+    assert what_changed("Tiled in shared memory.\nThen unrolled.") == "Tiled in shared memory."
+    assert what_changed("") == ""
+    assert what_changed("x" * 500).endswith("...") and len(what_changed("x" * 500)) == 120
+
+
+def test_a_committed_report_of_the_older_policy_says_what_changed_once_merged(
+    tmp_path: Path,
+) -> None:
+    """The H200 slice of session c, written when the policy's first line named no change."""
+    old = RESULTS / "gpu-2026-12-02-c" / "suite-slice2.json"
+    assert load_report(old).rows[0].changed.endswith("with these changes:")
+    merged = merge_reports([old], tmp_path)
+    rows = {row.app: row for row in merged.rows}
+    assert rows["atomic"].changed.startswith("atomic adds onto a few counters privatized")
+    assert "with these changes" not in render_markdown(merged)
