@@ -11,7 +11,9 @@ from nvcc_opt.search.structure import (
     block_double,
     block_half,
     block_quarter,
+    block_warp_wide,
     block_wide,
+    grids_from_blocks,
     warp_rows,
     warp_rows_grid,
 )
@@ -144,8 +146,10 @@ def test_2d_blocks_trade_height_for_width_and_1d_blocks_stay() -> None:
 @pytest.mark.parametrize(
     ("case", "why"),
     [
-        (ROWS.replace("rows<<<grid, block>>>", "rows<<<(n + 255) / 256, block>>>"),
+        (ROWS.replace("rows<<<grid, block>>>", "rows<<<(n + 127) / 128, block>>>"),
          "the grid does not follow the block"),
+        (ROWS.replace("rows<<<grid, block>>>", "rows<<<(n + 255) / 256 + 1, block>>>"),
+         "a literal grid that is not a rounded-up division"),
         (ROWS.replace("__global__ void rows", "__global__ void __launch_bounds__(256) rows"),
          "the kernel promises its block size"),
         (ROWS.replace("int i = ", "__shared__ float tile[256];\n  int i = "),
@@ -185,6 +189,60 @@ def test_block_shapes_exclude_each_other_and_launch_bounds() -> None:
     assert together is not None and "block = 128" in together[0] and "nvcc_opt_lane" in together[0]
 
 
+CUBE = """\
+__global__ void sweep(int n, const float* src, float* dst) {
+  int k = blockIdx.x * blockDim.x + threadIdx.x;
+  int j = blockIdx.y * blockDim.y + threadIdx.y;
+  int i = blockIdx.z * blockDim.z + threadIdx.z;
+  if (i < n && j < n && k < n) dst[(i * n + j) * n + k] = 2.0f * src[(i * n + j) * n + k];
+}
+
+void launch(int n, const float* src, float* dst) {
+  dim3 block(8, 8, 8);
+  dim3 grid((n + 7) / 8, (n + 8 - 1) / 8, (n + 7) / 8);
+  sweep<<<grid, block>>>(n, src, dst);
+}
+"""
+
+
+def test_a_grid_written_in_literals_follows_a_block_reshape() -> None:
+    """A first version often writes the grid's rounding with the block's numbers: the same
+    grid is written from the block, then every block shape applies."""
+    same = grids_from_blocks(CUBE)
+    assert (
+        same is not None
+        and (
+            "dim3 grid((n + block.x - 1) / block.x, (n + block.y - 1) / block.y,"
+            " (n + block.z - 1) / block.z);"
+        )
+        in same
+    )
+    assert "dim3 block(8, 8, 8);" in same  # only the grid is rewritten
+    wide = block_warp_wide(CUBE, Facts())
+    assert wide is not None and "dim3 block(32, 8, 2);" in wide and "/ block.z" in wide
+    assert "dim3 block(8, 4, 8);" in (block_half(CUBE, Facts()) or "")
+    names = [c.name for c in transform_changes(CUBE, Facts())]
+    assert names[:2] == ["block_warp_wide", "block_half"]
+    scalar = ROWS.replace("rows<<<grid, block>>>", "rows<<<(n + 255) / 256, block>>>")
+    assert "rows<<<(n + block - 1) / block, block>>>" in (grids_from_blocks(scalar) or "")
+    assert "const int block = 128;" in (block_half(scalar, FACTS) or "")
+
+
+def test_grids_that_are_not_the_blocks_rounding_stay() -> None:
+    assert grids_from_blocks(ROWS) is None  # already written from the block
+    assert grids_from_blocks(CUBE.replace("(n + 8 - 1) / 8", "(n + 15) / 16")) is None
+    assert grids_from_blocks(CUBE.replace("(n + 8 - 1) / 8", "n")) is None
+    assert block_half(CUBE.replace("(n + 8 - 1) / 8", "n"), Facts()) is None
+    assert grids_from_blocks(CUBE.replace("  sweep<<<", "  grid.x = 4;\n  sweep<<<")) is None
+
+
+def test_a_warp_wide_block_keeps_its_threads_and_a_2d_block_is_left_to_block_wide() -> None:
+    assert block_warp_wide(GRID_2D, Facts()) is None  # (16, 16) -> (32, 8) is block_wide's
+    wide = block_warp_wide(GRID_2D.replace("block2d(16, 16)", "block2d(4, 64)"), Facts())
+    assert wide is not None and "dim3 block2d(32, 8);" in wide
+    assert block_warp_wide(ROWS, FACTS) is None  # a 1D block is as wide as it gets
+
+
 @needs_nvcc
 def test_warp_rows_and_block_shapes_compile(tmp_path: Path) -> None:
     for name, code in {
@@ -192,6 +250,7 @@ def test_warp_rows_and_block_shapes_compile(tmp_path: Path) -> None:
         "early": warp_rows(EARLY_RETURN, Facts(block_sizes={"early": 128})),
         "grid": block_wide(GRID_2D, Facts()),
         "per_warp": warp_rows_grid(ROWS, FACTS),
+        "cube": block_warp_wide(CUBE, Facts()),
     }.items():
         assert code is not None
         assert_compiles(code, tmp_path, name)
@@ -235,3 +294,39 @@ def test_warp_rows_computes_what_the_original_does_on_a_gpu(
     rewritten = transform(ROWS, FACTS)  # type: ignore[operator]
     assert rewritten is not None
     assert_program_passes(PROGRAM.format(original=ROWS, rewritten=rewritten), tmp_path)
+
+
+CUBE_PROGRAM = """\
+#include <cstdio>
+#include <cuda_runtime.h>
+{original}
+namespace fast {{
+{rewritten}
+}}
+int main() {{
+  const int n = 37;  // a multiple of neither block: the edge blocks are partly outside
+  float *src, *a, *b;
+  cudaMallocManaged(&src, sizeof(float) * n * n * n);
+  cudaMallocManaged(&a, sizeof(float) * n * n * n);
+  cudaMallocManaged(&b, sizeof(float) * n * n * n);
+  for (int k = 0; k < n * n * n; ++k) {{ src[k] = k % 101; a[k] = -1; b[k] = -2; }}
+  launch(n, src, a);
+  fast::launch(n, src, b);
+  cudaDeviceSynchronize();
+  int wrong = 0;
+  for (int k = 0; k < n * n * n; ++k) wrong += a[k] != b[k] || a[k] != 2.0f * src[k];
+  printf("wrong %d\\n", wrong);
+  return wrong == 0 ? 0 : 1;
+}}
+"""
+
+
+@needs_nvcc
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
+def test_a_reshaped_3d_block_with_its_rewritten_grid_covers_every_cell_on_a_gpu(
+    tmp_path: Path,
+) -> None:
+    rewritten = block_warp_wide(CUBE, Facts())
+    assert rewritten is not None
+    assert_program_passes(CUBE_PROGRAM.format(original=CUBE, rewritten=rewritten), tmp_path)

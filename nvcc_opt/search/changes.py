@@ -16,6 +16,7 @@ FIRST = (
     "warp_rows",
     "tile_matmul",
     "shared_atomics",
+    "block_warp_wide",
     "block_half",
     "block_quarter",
     "block_wide",

@@ -4,8 +4,10 @@ The flag and annotation transforms rarely move a first-version kernel whose time
 memory access pattern or to too few blocks. Two changes a person would try first:
 - `block_*`: a block-size definition inside the region (`int block = 256;`, `constexpr int
   kBlock = 256;`, `dim3 block(16, 16);`) made smaller, larger or wider, when every grid launched
-  with it is computed from it, so the grid still covers the problem. Smaller blocks spread a
-  small problem over more multiprocessors; a 32-wide block reads whole 128-byte lines per row.
+  with it is computed from it, so the grid still covers the problem (a grid rounded up with
+  the block's numbers, `(n + 7) / 8` for an extent of 8, is first written from the block: the
+  same grid). Smaller blocks spread a small problem over more multiprocessors; a 32-wide
+  block reads whole 128-byte lines per row.
 - `warp_rows`: a kernel that gives each thread one row `i` and loops over `j` reading
   `A[i * n + j]` (each thread its own row: 32 rows and 32 cache lines per warp load) becomes one
   where each warp of the block takes the block's rows in turn and its lanes read a row together
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from nvcc_opt.search.transforms import Facts
 
 WARP = 32
+AXES = ("x", "y", "z")
 MAX_THREADS = 1024
 CASTS = re.compile(r"\((long|longlong|size_t|int64_t|uint64_t|unsignedlong|unsigned|int)\)")
 ACCUMULATOR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long"}
@@ -162,6 +165,7 @@ def _resize(
     it has no shape for, or whose new shape is not whole warps within 1024 threads, stays)."""
 
     def transform(code: str, facts: Facts) -> str | None:
+        code = grids_from_blocks(code) or code
         source = Source(code)
         edits = []
         for block in block_sizes(source):
@@ -175,6 +179,110 @@ def _resize(
         return edited(code, source, edits)
 
     return transform
+
+
+def grids_from_blocks(code: str) -> str | None:
+    """`code` with each launch grid written in literals, `(n + 7) / 8` or `(n + 8 - 1) / 8`,
+    written from the block constant instead, `(n + block.x - 1) / block.x`, where the divisor
+    on each axis is the block's extent on that axis: the same grid, which now follows a block
+    reshape. None when no grid changes: a grid with any other axis stays as it is (and
+    `block_sizes` then refuses its block)."""
+    source = Source(code)
+    edits: dict[int, Edit] = {}
+    for _, config in launch_calls(source):
+        if config[1].type != "identifier":
+            continue
+        name = source.text(config[1])
+        block = _definition(source, name)
+        if block is None or name in _grid_names(source, config[0]):
+            continue
+        extents = _grid_extents(source, config[0])
+        if not extents or len(extents) > len(block.values):
+            continue
+        found = [_ceil_div(source, extent) for extent in extents]
+        if any(f is None or f[1] != block.values[i] for i, f in enumerate(found)):
+            continue
+        scalar = block.numbers[0].parent is None or block.numbers[0].parent.type not in (
+            "argument_list",
+            "initializer_list",
+        )
+        for axis, (extent, parts) in enumerate(zip(extents, found, strict=True)):
+            assert parts is not None
+            size = name if scalar else f"{name}.{AXES[axis]}"
+            text = f"({source.text(parts[0])} + {size} - 1) / {size}"
+            edits[extent.start_byte] = Edit(extent.start_byte, extent.end_byte, text.encode())
+    return edited(code, source, list(edits.values()))
+
+
+def _grid_extents(source: Source, grid: tree_sitter.Node) -> list[tree_sitter.Node] | None:
+    """The grid's extent expressions, one per axis: of `dim3 grid(a, b)` or `int grid = a;`
+    (defined once in the region, never assigned), `dim3(a, b)` or an expression in the launch."""
+    if (
+        grid.type == "call_expression"
+        and source.text(grid.child_by_field_name("function") or grid) == "dim3"
+    ):
+        arguments = grid.child_by_field_name("arguments")
+        return None if arguments is None else list(arguments.named_children)
+    if grid.type != "identifier":
+        return [grid]
+    name = source.text(grid)
+    values = []
+    for node in walk(source.root):
+        declared = (
+            node.child_by_field_name("declarator") if node.type == "init_declarator" else None
+        )
+        value = node.child_by_field_name("value") if declared is not None else None
+        if declared is not None and value is not None and source.text(declared) == name:
+            values.append(value)
+    if len(values) != 1 or _assigned(source, name):
+        return None
+    value = values[0]
+    return list(value.named_children) if value.type == "argument_list" else [value]
+
+
+def _ceil_div(source: Source, node: tree_sitter.Node) -> tuple[tree_sitter.Node, int] | None:
+    """(E, b) for `(E + c) / b` with c = b - 1, or `(E + b - 1) / b`; b a literal."""
+    right = node.child_by_field_name("right")
+    left = node.child_by_field_name("left")
+    operator = node.child_by_field_name("operator")
+    if node.type != "binary_expression" or operator is None or operator.type != "/":
+        return None
+    if right is None or left is None or right.type != "number_literal":
+        return None
+    divisor = _integer(source.text(right))
+    if divisor is None or left.type != "parenthesized_expression" or not left.named_children:
+        return None
+    inner = left.named_children[0]
+    term = _sum(source, inner)
+    if term is not None and term[1] == divisor - 1:
+        return term[0], divisor
+    if inner.type == "binary_expression" and _operator(inner) == "-":
+        one = inner.child_by_field_name("right")
+        first = inner.child_by_field_name("left")
+        if one is not None and first is not None and source.text(one) == "1":
+            term = _sum(source, first)
+            if term is not None and term[1] == divisor:
+                return term[0], divisor
+    return None
+
+
+def _sum(source: Source, node: tree_sitter.Node) -> tuple[tree_sitter.Node, int] | None:
+    """(E, c) for `E + c`, c a literal."""
+    left = node.child_by_field_name("left")
+    right = node.child_by_field_name("right")
+    if node.type != "binary_expression" or _operator(node) != "+" or left is None:
+        return None
+    value = (
+        _integer(source.text(right))
+        if right is not None and right.type == "number_literal"
+        else None
+    )
+    return None if value is None else (left, value)
+
+
+def _operator(node: tree_sitter.Node) -> str | None:
+    operator = node.child_by_field_name("operator")
+    return None if operator is None else operator.type
 
 
 def _valid(shape: tuple[int, ...]) -> bool:
@@ -206,10 +314,26 @@ def _wide(shape: tuple[int, ...]) -> tuple[int, ...] | None:
     return (shape[0] * 2, shape[1] // 2, *shape[2:])
 
 
+def _warp_wide(shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """A block 32 wide (whole 128-byte rows per warp), the threads kept: the factor taken from
+    the last axes first, so (8, 8, 8) becomes (32, 8, 2). None where `_wide` makes the same."""
+    if len(shape) == 1 or shape[0] >= WARP or WARP % shape[0]:
+        return None
+    factor, new = WARP // shape[0], [WARP, *shape[1:]]
+    for axis in range(len(new) - 1, 0, -1):
+        while factor > 1 and new[axis] % 2 == 0:
+            new[axis] //= 2
+            factor //= 2
+    if factor > 1 or tuple(new) == _wide(shape):
+        return None
+    return tuple(new)
+
+
 block_half = _resize(_half)
 block_quarter = _resize(_quarter)
 block_double = _resize(_double)
 block_wide = _resize(_wide)
+block_warp_wide = _resize(_warp_wide)
 
 
 @dataclass(frozen=True)

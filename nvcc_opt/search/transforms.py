@@ -391,6 +391,13 @@ TRANSFORMS: tuple[Transform, ...] = (
         host_side=True,
     ),
     Transform(
+        "block_warp_wide",
+        "a block 32 threads wide (whole 128-byte rows per warp), the same number of threads",
+        structure.block_warp_wide,
+        group="block",
+        host_side=True,
+    ),
+    Transform(
         "block_wide",
         "a 2D block twice as wide and half as tall",
         structure.block_wide,
