@@ -30,6 +30,13 @@ pack() {
 
 ended() { [ -e "$Q/ended" ]; }
 
+# A machine that went back (more than 30 s idle) comes fresh: say so at once, not after waiting.
+started_here() {
+  [ -e "$Q/started" ] && return 0
+  echo "no queue on this machine: it went back since the start; run start again with the apps left" >&2
+  return 1
+}
+
 case "${1:-}" in
 start)
   shift
@@ -83,12 +90,14 @@ EOF
   echo "queue started: $*"
   ;;
 wait)
+  started_here || exit 1
   limit="${2:-560}"
   waited=0
   while ! ended && [ "$waited" -lt "$limit" ]; do sleep 5; waited=$((waited + 5)); done
   pack
   ;;
 stop)
+  started_here || exit 1
   touch "$Q/stop"
   if ! ended && [ -e "$Q/bench.pid" ]; then
     kill -INT "$(cat "$Q/bench.pid")" 2>/dev/null
