@@ -141,13 +141,22 @@ def suite(
     show_default=True,
     help="Where the merged .json and .md go.",
 )
-def merge(reports: tuple[Path, ...], out: Path) -> None:
+@click.option(
+    "--suite",
+    "suite_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The suite the reports measured: its apps with no row in any report are named as not "
+    "measured (default: only the apps the reports name as not started).",
+)
+def merge(reports: tuple[Path, ...], out: Path, suite_dir: Path | None) -> None:
     """Merge suite REPORTS (JSON, same model spec) into OUT/suite-merged-DATE-MODEL.json and
     .md: a later file's row replaces an earlier file's for the same app and kernel; the overall
     numbers and targets are recomputed as the suite computes them; the sources are listed."""
     try:
-        report = merge_reports(reports, out.resolve(), command_line())
-    except MergeError as exc:
+        apps = [] if suite_dir is None else [app.name for app in find_apps(suite_dir)]
+        report = merge_reports(reports, out.resolve(), command_line(), apps)
+    except (MergeError, SuiteError) as exc:
         raise click.ClickException(str(exc)) from exc
     _write(report, out.resolve())
 

@@ -65,10 +65,13 @@ def load_report(path: Path) -> Report:
         raise MergeError(f"{path}: not a suite report ({why})") from None
 
 
-def merge_reports(paths: Sequence[Path], out: Path, command: str = "") -> Report:
+def merge_reports(
+    paths: Sequence[Path], out: Path, command: str = "", suite_apps: Sequence[str] = ()
+) -> Report:
     """The merged report of `paths` (in order: later rows replace earlier ones), with its stem
-    under `out` chosen so that no earlier file is overwritten. MergeError when a file is not a
-    suite report or the model specs differ."""
+    under `out` chosen so that no earlier file is overwritten; its `not_run` names the apps of
+    `suite_apps` and the apps the reports left out as not started that no report has a row for.
+    MergeError when a file is not a suite report or the model specs differ."""
     if not paths:
         raise MergeError("no reports to merge")
     loaded = [Loaded(path, resummarized(load_report(path))) for path in paths]
@@ -79,6 +82,8 @@ def merge_reports(paths: Sequence[Path], out: Path, command: str = "") -> Report
     chosen = merged_rows(loaded)
     rows = sorted((row for row, _ in chosen.values()), key=lambda row: row.app)
     runs = merged_runs(loaded, chosen)
+    measured = {row.app for row in rows}
+    left = {app for item in loaded for app in item.report.not_run} | set(suite_apps)
     model = loaded[0].report.model
     date = time.strftime("%Y-%m-%d")
     stem = free_stem(out, f"suite-merged-{date}-{model_slug(model)}")
@@ -93,6 +98,7 @@ def merge_reports(paths: Sequence[Path], out: Path, command: str = "") -> Report
         overall=summarize(rows, failed_runs(runs)),
         runs=tuple(runs),
         wall_s=sum(item.report.wall_s for item in loaded),
+        not_run=tuple(sorted(left - measured)),
         sources=tuple(
             Source(
                 str(item.path),

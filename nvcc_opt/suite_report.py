@@ -481,7 +481,9 @@ def _header(report: Report) -> list[str]:
             for s in report.sources
         ]
     lines += _gpu_lines(report)
-    if report.interrupted:
+    if report.sources and report.not_run:
+        lines.append("- not measured in any of these reports: " + ", ".join(report.not_run))
+    elif report.interrupted:
         lines.append(
             "- interrupted: the runs in flight were stopped (their rows say so); apps not run: "
             + (", ".join(report.not_run) or "none")

@@ -302,3 +302,27 @@ def test_a_committed_report_of_the_older_policy_says_what_changed_once_merged(
     rows = {row.app: row for row in merged.rows}
     assert rows["atomic"].changed.startswith("atomic adds onto a few counters privatized")
     assert "with these changes" not in render_markdown(merged)
+
+
+def test_suite_apps_no_report_measured_are_named_and_the_command_takes_the_suite(
+    two: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """What the merge does not cover is said, not left for the reader to count."""
+    merged = merge_reports(two, tmp_path / "out", suite_apps=["atax", "bfs", "fir", "mvt", "adi"])
+    assert merged.not_run == ("adi", "mvt")
+    md = render_markdown(merged)
+    assert "- not measured in any of these reports: adi, mvt" in md
+    assert merge_reports(two, tmp_path / "out").not_run == ()
+    suite = tmp_path / "suite"
+    for app in ("atax", "fir", "zeta"):
+        (suite / app).mkdir(parents=True)
+        (suite / app / "nvcc-opt.toml").write_text("")
+        (suite / app / "CMakeLists.txt").write_text("")
+    out = tmp_path / "results"
+    runner = CliRunner()
+    done = runner.invoke(bench, ["merge", *map(str, two), "--out", str(out), "--suite", str(suite)])
+    assert done.exit_code == 0, done.output
+    (json_path,) = out.glob("suite-merged-*-search.json")
+    assert json.loads(json_path.read_text())["not_run"] == ["zeta"]
+    missing = runner.invoke(bench, ["merge", str(two[0]), "--suite", str(tmp_path / "none")])
+    assert missing.exit_code == 1 and "no such suite folder" in missing.output
