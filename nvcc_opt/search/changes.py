@@ -16,6 +16,7 @@ FIRST = (
     "warp_rows",
     "tile_matmul",
     "shared_atomics",
+    "warp_shuffle_tail",
     "block_warp_wide",
     "block_half",
     "block_quarter",

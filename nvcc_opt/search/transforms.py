@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 
-from nvcc_opt.search import fusion, privatize, structure, tiling
+from nvcc_opt.search import fusion, privatize, shuffle, structure, tiling
 from nvcc_opt.search.cuda import (
     LDG_TYPES,
     Edit,
@@ -366,6 +366,13 @@ TRANSFORMS: tuple[Transform, ...] = (
         "shared_atomics",
         "atomic adds onto a few counters privatized per block in shared memory",
         privatize.shared_atomics,
+    ),
+    Transform(
+        "warp_shuffle_tail",
+        "the last warp of the shared-memory tree reduction done with shuffles (the same sums,"
+        " five barriers fewer)",
+        shuffle.warp_shuffle_tail,
+        group="block",
     ),
     Transform(
         "tile_matmul",

@@ -1,0 +1,194 @@
+"""The last warp of a shared-memory tree reduction done with shuffles.
+
+A first-version block reduction halves a shared array until one value is left, with a barrier
+after every step:
+
+    for (int s = blockDim.x / 2; s > 0; s /= 2) {
+      if (threadIdx.x < s) buf[threadIdx.x] += buf[threadIdx.x + s];
+      __syncthreads();
+    }
+
+Its last five steps (s = 16 ... 1) all happen inside the first warp, yet each pays a barrier of
+the whole block and a shared-memory round trip. The rewrite stops the loop at s = 32 and lets
+the first warp finish in registers with `__shfl_down_sync`; lane 0 stores the result in
+`buf[0]`, and one barrier follows, so every thread sees what it saw before. Each step adds the
+same two values in the same order as the original (lane t: own value + lane t + s), so the total
+is the same bit for bit.
+
+It applies only where that is certain: a 1D block whose size is known and a power of two of at
+least 32 (from the launches in the region or found by `search`), a loop of exactly that shape
+(`s = blockDim.x / 2` or the block size over 2, `s > 0`, `s /= 2` or `s >>= 1`, the guarded `+=`
+and the barrier, nothing else) on a `__shared__` array of a type shuffles carry, whose later
+reads in the kernel are all of element 0 (the rewrite leaves elements 1-31 at different values).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import tree_sitter
+
+from nvcc_opt.search.cuda import (
+    Edit,
+    Kernel,
+    Source,
+    edited,
+    fresh_name,
+    identifiers,
+    indentation,
+    walk,
+)
+from nvcc_opt.search.launches import constant, definitions
+
+if TYPE_CHECKING:
+    from nvcc_opt.search.transforms import Facts
+
+WARP = 32
+SHUFFLED = {"float", "double", "int", "unsigned", "unsigned int", "long long", "unsigned long long"}
+VALUE = "nvcc_opt_sum"
+LANE_STEP = "nvcc_opt_step"
+
+
+def warp_shuffle_tail(code: str, facts: Facts) -> str | None:
+    source = Source(code)
+    names = {**facts.names, **definitions(code)}
+    edits = []
+    for kernel in source.kernels():
+        size = facts.block_sizes.get(kernel.name)
+        if size is None or size < WARP or size & (size - 1):
+            continue
+        for loop in (n for n in walk(kernel.body) if n.type == "for_statement"):
+            found = _tree_loop(source, kernel, loop, size, names)
+            if found is not None:
+                used = identifiers(source, kernel.node)
+                new = _rewrite(
+                    source, loop, found, fresh_name(VALUE, used), fresh_name(LANE_STEP, used)
+                )
+                edits.append(Edit(loop.start_byte, loop.end_byte, new))
+    return edited(code, source, edits)
+
+
+def _squeeze(source: Source, node: tree_sitter.Node | None) -> str:
+    return "" if node is None else "".join(source.text(node).split())
+
+
+def _tree_loop(
+    source: Source, kernel: Kernel, loop: tree_sitter.Node, size: int, names: dict[str, str]
+) -> tuple[str, str, str] | None:
+    """(stride variable, shared array, its element type) when `loop` is the tree reduction,
+    outside any other loop of the kernel."""
+    if _in_loop(loop, kernel):
+        return None
+    init = loop.child_by_field_name("initializer")
+    declarator = None if init is None else init.child_by_field_name("declarator")
+    if init is None or declarator is None or declarator.type != "init_declarator":
+        return None
+    if _squeeze(source, init.child_by_field_name("type")) != "int":
+        return None
+    stride = _squeeze(source, declarator.child_by_field_name("declarator"))
+    value = declarator.child_by_field_name("value")
+    start = _squeeze(source, value)
+    if start not in ("blockDim.x/2", "blockDim.x>>1") and (
+        value is None or constant(source.text(value), names) != size // 2
+    ):
+        return None
+    if _squeeze(source, loop.child_by_field_name("condition")) != f"{stride}>0":
+        return None
+    if _squeeze(source, loop.child_by_field_name("update")) not in (
+        f"{stride}/=2",
+        f"{stride}>>=1",
+    ):
+        return None
+    body = loop.child_by_field_name("body")
+    statements = [] if body is None else body.named_children
+    if len(statements) != 2 or _squeeze(source, statements[1]) != "__syncthreads();":
+        return None
+    guard = statements[0]
+    if guard.type != "if_statement" or guard.child_by_field_name("alternative") is not None:
+        return None
+    if _squeeze(source, guard.child_by_field_name("condition")) != f"(threadIdx.x<{stride})":
+        return None
+    add = _squeeze(source, guard.child_by_field_name("consequence"))
+    array = add.split("[", 1)[0]
+    if not array.isidentifier():
+        return None
+    if add not in (
+        f"{array}[threadIdx.x]+={array}[threadIdx.x+{stride}];",
+        f"{{{array}[threadIdx.x]+={array}[threadIdx.x+{stride}];}}",
+    ):
+        return None
+    element = _shared_type(source, kernel, array)
+    if element is None or not _reads_only_first(source, kernel, loop, array):
+        return None
+    return stride, array, element
+
+
+def _in_loop(node: tree_sitter.Node, kernel: Kernel) -> bool:
+    parent = node.parent
+    while parent is not None and parent != kernel.body:
+        if parent.type in ("for_statement", "while_statement", "do_statement"):
+            return True
+        parent = parent.parent
+    return False
+
+
+def _shared_type(source: Source, kernel: Kernel, array: str) -> str | None:
+    """The element type of `__shared__ T array[...]` declared in the kernel, if shuffles
+    carry it."""
+    for node in walk(kernel.body):
+        if node.type != "declaration":
+            continue
+        qualifiers = [source.text(c) for c in node.children if c.type == "type_qualifier"]
+        declared = [c for c in node.named_children if c.type == "array_declarator"]
+        if "__shared__" not in qualifiers or len(declared) != 1:
+            continue
+        name = declared[0].child_by_field_name("declarator")
+        if name is None or source.text(name) != array:
+            continue
+        element = " ".join(source.text(node.child_by_field_name("type") or node).split())
+        return element if element in SHUFFLED else None
+    return None
+
+
+def _reads_only_first(source: Source, kernel: Kernel, loop: tree_sitter.Node, array: str) -> bool:
+    """Whether every use of `array` after the loop is `array[0]`."""
+    for node in walk(kernel.body):
+        if node.start_byte < loop.end_byte or node.type != "identifier":
+            continue
+        if source.text(node) != array:
+            continue
+        parent = node.parent
+        if parent is None or parent.type != "subscript_expression":
+            return False
+        index = parent.child_by_field_name("indices") or parent.child_by_field_name("index")
+        if _squeeze(source, index) not in ("0", "[0]"):
+            return False
+    return True
+
+
+def _rewrite(
+    source: Source,
+    loop: tree_sitter.Node,
+    found: tuple[str, str, str],
+    value: str,
+    step: str,
+) -> bytes:
+    stride, array, element = found
+    pad = indentation(source, loop).decode()
+    body = loop.child_by_field_name("body")
+    assert body is not None
+    head = source.text(loop)[: body.start_byte - loop.start_byte]
+    condition = loop.child_by_field_name("condition")
+    assert condition is not None
+    head = head.replace(source.text(condition), f"{stride} > {WARP // 2}", 1)
+    lines = [
+        f"{head}{source.text(body)}",
+        f"{pad}if (threadIdx.x < {WARP}) {{  // the last warp: shuffles, no barriers",
+        f"{pad}  {element} {value} = {array}[threadIdx.x];",
+        f"{pad}  for (int {step} = {WARP // 2}; {step} > 0; {step} /= 2)",
+        f"{pad}    {value} += __shfl_down_sync(0xffffffffu, {value}, {step});",
+        f"{pad}  if (threadIdx.x == 0) {array}[0] = {value};",
+        f"{pad}}}",
+        f"{pad}__syncthreads();",
+    ]
+    return "\n".join(lines).encode()

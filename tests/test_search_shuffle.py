@@ -1,0 +1,132 @@
+"""The search policy's shuffle tail for shared-memory tree reductions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nvcc_opt.search.changes import Change, compose, transform_changes
+from nvcc_opt.search.shuffle import warp_shuffle_tail
+from nvcc_opt.search.transforms import Facts
+from tests.conftest import gpu_available, needs_nvcc
+from tests.cuda_programs import assert_compiles, assert_program_passes
+
+REDUCE = """\
+constexpr int kBlock = 256;
+
+__global__ void block_sum(const float* in, float* partial, int n) {
+  __shared__ float buf[kBlock];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  buf[threadIdx.x] = i < n ? in[i] : 0.0f;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) buf[threadIdx.x] += buf[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = buf[0];
+}
+
+void launch(const float* in, float* partial, int n) {
+  block_sum<<<(n + kBlock - 1) / kBlock, kBlock>>>(in, partial, n);
+}
+"""
+FACTS = Facts(block_sizes={"block_sum": 256})
+
+
+def test_the_tree_stops_at_a_warp_and_the_first_warp_shuffles() -> None:
+    new = warp_shuffle_tail(REDUCE, FACTS)
+    assert new is not None
+    assert "for (int stride = blockDim.x / 2; stride > 16; stride /= 2) {" in new
+    assert "float nvcc_opt_sum = buf[threadIdx.x];" in new
+    assert "__shfl_down_sync(0xffffffffu, nvcc_opt_sum, nvcc_opt_step)" in new
+    assert "if (threadIdx.x == 0) buf[0] = nvcc_opt_sum;" in new
+    tail = new.split("if (threadIdx.x == 0) buf[0] = nvcc_opt_sum;")[1]
+    assert tail.index("__syncthreads();") < tail.index("partial[blockIdx.x] = buf[0];")
+
+
+def test_the_block_constant_over_two_and_a_shift_are_the_same_loop() -> None:
+    for start, update in (("kBlock / 2", "stride /= 2"), ("blockDim.x >> 1", "stride >>= 1")):
+        code = REDUCE.replace("blockDim.x / 2", start).replace("stride /= 2", update)
+        assert warp_shuffle_tail(code, FACTS) is not None, start
+
+
+@pytest.mark.parametrize(
+    ("facts", "code", "why"),
+    [
+        (Facts(), REDUCE, "the block size is not known"),
+        (Facts(block_sizes={"block_sum": 96}), REDUCE, "not a power of two"),
+        (Facts(block_sizes={"block_sum": 16}), REDUCE, "smaller than a warp"),
+        (FACTS, REDUCE.replace("partial[blockIdx.x] = buf[0]", "partial[blockIdx.x] = buf[1]"),
+         "an element other than the first is read afterwards"),
+        (FACTS, REDUCE.replace("    __syncthreads();\n  }", "    __syncthreads();\n    n++;\n  }"),
+         "the loop does something else too"),
+        (FACTS, REDUCE.replace("buf[threadIdx.x] += buf", "buf[threadIdx.x] = buf"),
+         "not a sum"),
+        (FACTS, REDUCE.replace("__shared__ float buf", "__shared__ short buf"),
+         "a type the shuffle does not carry"),
+        (FACTS, REDUCE.replace("kBlock / 2", "kBlock / 2").replace(
+            "  for (int stride", "  for (int r = 0; r < 2; ++r)\n  for (int stride"),
+         "inside another loop"),
+        (Facts(block_sizes={"block_sum": 128}), REDUCE.replace("blockDim.x / 2", "kBlock / 2"),
+         "a start that is not half the launched block"),
+    ],
+)  # fmt: skip
+def test_loops_it_cannot_see_are_the_same_reduction_are_left_alone(
+    facts: Facts, code: str, why: str
+) -> None:
+    assert warp_shuffle_tail(code, facts) is None, why
+
+
+def test_the_policy_offers_it_and_it_excludes_block_reshapes() -> None:
+    names = [c.name for c in transform_changes(REDUCE, FACTS)]
+    assert "warp_shuffle_tail" in names
+    shuffle = Change("s", "", transform="warp_shuffle_tail")
+    assert compose(REDUCE, FACTS, [shuffle, Change("h", "", transform="block_half")]) is None
+    alone = compose(REDUCE, FACTS, [shuffle])
+    assert alone is not None and "__shfl_down_sync" in alone[0]
+
+
+@needs_nvcc
+def test_the_rewrite_compiles(tmp_path: Path) -> None:
+    new = warp_shuffle_tail(REDUCE, FACTS)
+    assert new is not None
+    assert_compiles(new, tmp_path, "reduce")
+
+
+PROGRAM = """\
+#include <cstdio>
+#include <cstring>
+#include <cuda_runtime.h>
+{original}
+namespace fast {{
+{rewritten}
+}}
+int main() {{
+  const int n = 1000003;  // the last block is partly outside
+  const int blocks = (n + 255) / 256;
+  float *in, *a, *b;
+  cudaMallocManaged(&in, sizeof(float) * n);
+  cudaMallocManaged(&a, sizeof(float) * blocks);
+  cudaMallocManaged(&b, sizeof(float) * blocks);
+  unsigned x = 12345;
+  for (int k = 0; k < n; ++k) {{ x = x * 1664525u + 1013904223u; in[k] = (x >> 8) * 1e-7f - 0.8f; }}
+  launch(in, a, n);
+  fast::launch(in, b, n);
+  cudaDeviceSynchronize();
+  int differ = 0;
+  for (int k = 0; k < blocks; ++k) differ += std::memcmp(&a[k], &b[k], sizeof(float)) != 0;
+  printf("blocks differing %d of %d\\n", differ, blocks);
+  return differ == 0 ? 0 : 1;
+}}
+"""
+
+
+@needs_nvcc
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
+def test_the_shuffled_tail_gives_the_same_sums_bit_for_bit_on_a_gpu(tmp_path: Path) -> None:
+    rewritten = warp_shuffle_tail(REDUCE, FACTS)
+    assert rewritten is not None
+    program = PROGRAM.format(original=REDUCE, rewritten=rewritten)
+    assert_program_passes(program, tmp_path)
