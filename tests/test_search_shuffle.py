@@ -1,4 +1,4 @@
-"""The search policy's shuffle tail for shared-memory tree reductions."""
+"""The search policy's warp shuffles: the tail of a tree reduction, a block scan."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from nvcc_opt.search.changes import Change, compose, transform_changes
-from nvcc_opt.search.shuffle import warp_shuffle_tail
+from nvcc_opt.search.shuffle import warp_shuffle_scan, warp_shuffle_tail
 from nvcc_opt.search.transforms import Facts
 from tests.conftest import gpu_available, needs_nvcc
 from tests.cuda_programs import assert_compiles, assert_program_passes
@@ -130,3 +130,109 @@ def test_the_shuffled_tail_gives_the_same_sums_bit_for_bit_on_a_gpu(tmp_path: Pa
     assert rewritten is not None
     program = PROGRAM.format(original=REDUCE, rewritten=rewritten)
     assert_program_passes(program, tmp_path)
+
+
+SCAN = """\
+constexpr int kBlock = 256;
+
+__global__ void scan_blocks(const int* in, int* out, int n) {
+  __shared__ int buf[kBlock];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  buf[threadIdx.x] = i < n ? in[i] : 0;
+  __syncthreads();
+  for (int offset = 1; offset < blockDim.x; offset *= 2) {
+    int add = threadIdx.x >= offset ? buf[threadIdx.x - offset] : 0;
+    __syncthreads();
+    buf[threadIdx.x] += add;
+    __syncthreads();
+  }
+  if (i < n) out[i] = buf[threadIdx.x];
+}
+
+void launch(const int* in, int* out, int n) {
+  scan_blocks<<<(n + kBlock - 1) / kBlock, kBlock>>>(in, out, n);
+}
+"""
+SCAN_FACTS = Facts(block_sizes={"scan_blocks": 256})
+
+
+def test_a_block_scan_becomes_warp_scans_and_a_scan_of_the_warps_totals() -> None:
+    new = warp_shuffle_scan(SCAN, SCAN_FACTS)
+    assert new is not None
+    assert "__shfl_up_sync(0xffffffffu, nvcc_opt_value, nvcc_opt_offset)" in new
+    assert "__shared__ int nvcc_opt_warp_totals[32];" in new
+    assert "nvcc_opt_value += nvcc_opt_warp_totals[threadIdx.x / 32 - 1];" in new
+    assert "buf[threadIdx.x] = nvcc_opt_value;" in new
+    assert "offset < blockDim.x" not in new
+    assert new.count("__syncthreads();") == 4  # the fill's, and three for the whole scan
+    bounded = SCAN.replace("offset < blockDim.x", "offset < kBlock")
+    assert warp_shuffle_scan(bounded, SCAN_FACTS) is not None
+    assert "warp_shuffle_scan" in [c.name for c in transform_changes(SCAN, SCAN_FACTS)]
+
+
+@pytest.mark.parametrize(
+    ("facts", "code", "why"),
+    [
+        (Facts(), SCAN, "the block size is not known"),
+        (Facts(block_sizes={"scan_blocks": 48}), SCAN, "not whole warps"),
+        (Facts(block_sizes={"scan_blocks": 2048}), SCAN, "more than 1024 threads"),
+        (SCAN_FACTS, SCAN.replace("__shared__ int buf", "__shared__ float buf"),
+         "floats: another order of additions gives other values"),
+        (SCAN_FACTS, SCAN.replace("  __syncthreads();\n  for", "  if (i >= n) return;\n  for"),
+         "a thread may have returned: the full-mask shuffle needs every lane"),
+        (SCAN_FACTS, SCAN.replace("buf[threadIdx.x] += add;", "buf[threadIdx.x] = add;"),
+         "not a scan"),
+        (SCAN_FACTS, SCAN.replace("offset *= 2", "offset *= 3"), "not doubling"),
+        (Facts(block_sizes={"scan_blocks": 128}), SCAN.replace("offset < blockDim.x",
+         "offset < kBlock"), "a bound that is not the launched block"),
+    ],
+)  # fmt: skip
+def test_scans_it_cannot_see_are_the_same_are_left_alone(facts: Facts, code: str, why: str) -> None:
+    assert warp_shuffle_scan(code, facts) is None, why
+
+
+def test_a_return_before_the_reduction_leaves_it_alone() -> None:
+    code = REDUCE.replace("  __syncthreads();\n  for", "  if (i >= n) return;\n  for")
+    assert warp_shuffle_tail(code, FACTS) is None
+
+
+@needs_nvcc
+def test_the_scan_rewrite_compiles(tmp_path: Path) -> None:
+    new = warp_shuffle_scan(SCAN, SCAN_FACTS)
+    assert new is not None
+    assert_compiles(new, tmp_path, "scan")
+
+
+SCAN_PROGRAM = """\
+#include <cstdio>
+#include <cuda_runtime.h>
+{original}
+namespace fast {{
+{rewritten}
+}}
+int main() {{
+  const int n = 100003;  // the last block is partly outside
+  int *in, *a, *b;
+  cudaMallocManaged(&in, sizeof(int) * n);
+  cudaMallocManaged(&a, sizeof(int) * n);
+  cudaMallocManaged(&b, sizeof(int) * n);
+  unsigned x = 777;
+  for (int k = 0; k < n; ++k) {{ x = x * 1664525u + 1013904223u; in[k] = (int)(x >> 12) - 500000; }}
+  launch(in, a, n);
+  fast::launch(in, b, n);
+  cudaDeviceSynchronize();
+  int differ = 0;
+  for (int k = 0; k < n; ++k) differ += a[k] != b[k];
+  printf("elements differing %d of %d\\n", differ, n);
+  return differ == 0 ? 0 : 1;
+}}
+"""
+
+
+@needs_nvcc
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
+def test_the_warp_scan_gives_the_same_prefix_sums_on_a_gpu(tmp_path: Path) -> None:
+    rewritten = warp_shuffle_scan(SCAN, SCAN_FACTS)
+    assert rewritten is not None
+    assert_program_passes(SCAN_PROGRAM.format(original=SCAN, rewritten=rewritten), tmp_path)

@@ -228,6 +228,12 @@ def edited(code: str, source: Source, edits: list[Edit]) -> str | None:
     return new if Source(new).errors() <= source.errors() else None
 
 
+def operator_type(node: tree_sitter.Node) -> str | None:
+    """A binary or assignment expression's operator (`+`, `/`, `<`, `+=`), else None."""
+    operator = node.child_by_field_name("operator")
+    return None if operator is None else operator.type
+
+
 def launch_calls(source: Source) -> Iterator[tuple[str, list[tree_sitter.Node]]]:
     """(kernel name, [grid, block, ...] nodes) of every `kernel<<<grid, block>>>(...)`."""
     for node in walk(source.root):

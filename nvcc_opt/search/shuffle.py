@@ -1,4 +1,6 @@
-"""The last warp of a shared-memory tree reduction done with shuffles.
+"""Warp shuffles for a block's shared-memory reduction and scan.
+
+`warp_shuffle_tail`: the last warp of a shared-memory tree reduction done with shuffles.
 
 A first-version block reduction halves a shared array until one value is left, with a barrier
 after every step:
@@ -20,6 +22,24 @@ least 32 (from the launches in the region or found by `search`), a loop of exact
 (`s = blockDim.x / 2` or the block size over 2, `s > 0`, `s /= 2` or `s >>= 1`, the guarded `+=`
 and the barrier, nothing else) on a `__shared__` array of a type shuffles carry, whose later
 reads in the kernel are all of element 0 (the rewrite leaves elements 1-31 at different values).
+
+`warp_shuffle_scan`: a Hillis-Steele inclusive scan of a shared array, with two barriers per
+step,
+
+    for (int o = 1; o < blockDim.x; o *= 2) {
+      int add = threadIdx.x >= o ? buf[threadIdx.x - o] : 0;
+      __syncthreads();
+      buf[threadIdx.x] += add;
+      __syncthreads();
+    }
+
+becomes a scan within each warp by `__shfl_up_sync`, a scan of the warps' totals by the first
+warp, and each warp adding the totals before it: three barriers in all. Integer element types
+only, so the different order of the additions gives the same values; a block size found in the
+launches that is whole warps (at most 1024 threads).
+
+Both need every thread of the block to reach the loop: a kernel with a `return` before it is
+left alone (a shuffle over the full mask needs all 32 lanes).
 """
 
 from __future__ import annotations
@@ -36,6 +56,7 @@ from nvcc_opt.search.cuda import (
     fresh_name,
     identifiers,
     indentation,
+    operator_type,
     walk,
 )
 from nvcc_opt.search.launches import constant, definitions
@@ -44,9 +65,11 @@ if TYPE_CHECKING:
     from nvcc_opt.search.transforms import Facts
 
 WARP = 32
-SHUFFLED = {"float", "double", "int", "unsigned", "unsigned int", "long long", "unsigned long long"}
+INTEGERS = {"int", "unsigned", "unsigned int", "long long", "unsigned long long"}
+SHUFFLED = {"float", "double", *INTEGERS}
 VALUE = "nvcc_opt_sum"
 LANE_STEP = "nvcc_opt_step"
+FULL = "0xffffffffu"
 
 
 def warp_shuffle_tail(code: str, facts: Facts) -> str | None:
@@ -77,7 +100,7 @@ def _tree_loop(
 ) -> tuple[str, str, str] | None:
     """(stride variable, shared array, its element type) when `loop` is the tree reduction,
     outside any other loop of the kernel."""
-    if _in_loop(loop, kernel):
+    if _in_loop(loop, kernel) or _returns_before(loop, kernel):
         return None
     init = loop.child_by_field_name("initializer")
     declarator = None if init is None else init.child_by_field_name("declarator")
@@ -123,6 +146,12 @@ def _tree_loop(
     return stride, array, element
 
 
+def _returns_before(node: tree_sitter.Node, kernel: Kernel) -> bool:
+    return any(
+        n.type == "return_statement" and n.start_byte < node.start_byte for n in walk(kernel.body)
+    )
+
+
 def _in_loop(node: tree_sitter.Node, kernel: Kernel) -> bool:
     parent = node.parent
     while parent is not None and parent != kernel.body:
@@ -132,9 +161,11 @@ def _in_loop(node: tree_sitter.Node, kernel: Kernel) -> bool:
     return False
 
 
-def _shared_type(source: Source, kernel: Kernel, array: str) -> str | None:
-    """The element type of `__shared__ T array[...]` declared in the kernel, if shuffles
-    carry it."""
+def _shared_type(
+    source: Source, kernel: Kernel, array: str, carried: set[str] = SHUFFLED
+) -> str | None:
+    """The element type of `__shared__ T array[...]` declared in the kernel, if it is one of
+    `carried`."""
     for node in walk(kernel.body):
         if node.type != "declaration":
             continue
@@ -146,7 +177,7 @@ def _shared_type(source: Source, kernel: Kernel, array: str) -> str | None:
         if name is None or source.text(name) != array:
             continue
         element = " ".join(source.text(node.child_by_field_name("type") or node).split())
-        return element if element in SHUFFLED else None
+        return element if element in carried else None
     return None
 
 
@@ -192,3 +223,110 @@ def _rewrite(
         f"{pad}__syncthreads();",
     ]
     return "\n".join(lines).encode()
+
+
+def warp_shuffle_scan(code: str, facts: Facts) -> str | None:
+    source = Source(code)
+    names = {**facts.names, **definitions(code)}
+    edits = []
+    for kernel in source.kernels():
+        size = facts.block_sizes.get(kernel.name)
+        if size is None or size % WARP or not WARP <= size <= WARP * WARP:
+            continue
+        for loop in (n for n in walk(kernel.body) if n.type == "for_statement"):
+            found = _scan_loop(source, kernel, loop, size, names)
+            if found is not None:
+                used = identifiers(source, kernel.node)
+                edits.append(Edit(loop.start_byte, loop.end_byte, _scan(source, loop, found, used)))
+    return edited(code, source, edits)
+
+
+def _scan_loop(
+    source: Source, kernel: Kernel, loop: tree_sitter.Node, size: int, names: dict[str, str]
+) -> tuple[str, str] | None:
+    """(shared array, its integer element type) when `loop` is the Hillis-Steele scan."""
+    if _in_loop(loop, kernel) or _returns_before(loop, kernel):
+        return None
+    init = loop.child_by_field_name("initializer")
+    declarator = None if init is None else init.child_by_field_name("declarator")
+    if init is None or declarator is None or declarator.type != "init_declarator":
+        return None
+    if _squeeze(source, init.child_by_field_name("type")) != "int":
+        return None
+    offset = _squeeze(source, declarator.child_by_field_name("declarator"))
+    if _squeeze(source, declarator.child_by_field_name("value")) != "1":
+        return None
+    condition = loop.child_by_field_name("condition")
+    bound = condition.child_by_field_name("right") if condition is not None else None
+    if condition is None or bound is None or operator_type(condition) != "<":
+        return None
+    if _squeeze(source, condition.child_by_field_name("left")) != offset:
+        return None
+    if _squeeze(source, bound) != "blockDim.x" and constant(source.text(bound), names) != size:
+        return None
+    if _squeeze(source, loop.child_by_field_name("update")) not in (
+        f"{offset}*=2",
+        f"{offset}<<=1",
+    ):
+        return None
+    body = loop.child_by_field_name("body")
+    steps = [] if body is None else body.named_children
+    if len(steps) != 4 or steps[0].type != "declaration":
+        return None
+    if not all(_squeeze(source, steps[i]) == "__syncthreads();" for i in (1, 3)):
+        return None
+    taken = steps[0].child_by_field_name("declarator")
+    if taken is None or taken.type != "init_declarator" or len(steps[0].named_children) != 2:
+        return None
+    add = _squeeze(source, taken.child_by_field_name("declarator"))
+    read = _squeeze(source, taken.child_by_field_name("value"))
+    array = read.split("?", 1)[-1].split("[", 1)[0]
+    if not array.isidentifier():
+        return None
+    if read != f"threadIdx.x>={offset}?{array}[threadIdx.x-{offset}]:0":
+        return None
+    if _squeeze(source, steps[2]) != f"{array}[threadIdx.x]+={add};":
+        return None
+    element = _shared_type(source, kernel, array, INTEGERS)
+    if element is None or _squeeze(source, steps[0].child_by_field_name("type")) not in (
+        element.replace(" ", ""),
+        "int",
+    ):
+        return None
+    return array, element
+
+
+def _scan(source: Source, loop: tree_sitter.Node, found: tuple[str, str], used: set[str]) -> bytes:
+    array, element = found
+    v, u, w, o, lane, warps = (
+        fresh_name(f"nvcc_opt_{stem}", used)
+        for stem in ("value", "up", "warp_total", "offset", "lane", "warp_totals")
+    )
+    pad = indentation(source, loop).decode()
+    steps = f"for (int {o} = 1; {o} < {WARP}; {o} *= 2)"
+    lines = [
+        "{  // a scan within each warp by shuffles, then of the warps' totals",
+        f"  {element} {v} = {array}[threadIdx.x];",
+        f"  const int {lane} = threadIdx.x % {WARP};",
+        f"  {steps} {{",
+        f"    {element} {u} = __shfl_up_sync({FULL}, {v}, {o});",
+        f"    if ({lane} >= {o}) {v} += {u};",
+        "  }",
+        f"  __shared__ {element} {warps}[{WARP}];",
+        f"  if ({lane} == {WARP - 1}) {warps}[threadIdx.x / {WARP}] = {v};",
+        "  __syncthreads();",
+        f"  if (threadIdx.x < {WARP}) {{",
+        f"    {element} {w} = threadIdx.x < blockDim.x / {WARP} ? {warps}[threadIdx.x] : 0;",
+        f"    {steps} {{",
+        f"      {element} {u} = __shfl_up_sync({FULL}, {w}, {o});",
+        f"      if ({lane} >= {o}) {w} += {u};",
+        "    }",
+        f"    {warps}[threadIdx.x] = {w};",
+        "  }",
+        "  __syncthreads();",
+        f"  if (threadIdx.x >= {WARP}) {v} += {warps}[threadIdx.x / {WARP} - 1];",
+        f"  {array}[threadIdx.x] = {v};",
+        "  __syncthreads();",
+        "}",
+    ]
+    return ("\n".join(lines[:1] + [pad + line for line in lines[1:]])).encode()

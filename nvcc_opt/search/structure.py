@@ -35,6 +35,7 @@ from nvcc_opt.search.cuda import (
     identifiers,
     indentation,
     launch_calls,
+    operator_type,
     walk,
 )
 
@@ -256,7 +257,7 @@ def _ceil_div(source: Source, node: tree_sitter.Node) -> tuple[tree_sitter.Node,
     term = _sum(source, inner)
     if term is not None and term[1] == divisor - 1:
         return term[0], divisor
-    if inner.type == "binary_expression" and _operator(inner) == "-":
+    if inner.type == "binary_expression" and operator_type(inner) == "-":
         one = inner.child_by_field_name("right")
         first = inner.child_by_field_name("left")
         if one is not None and first is not None and source.text(one) == "1":
@@ -270,7 +271,7 @@ def _sum(source: Source, node: tree_sitter.Node) -> tuple[tree_sitter.Node, int]
     """(E, c) for `E + c`, c a literal."""
     left = node.child_by_field_name("left")
     right = node.child_by_field_name("right")
-    if node.type != "binary_expression" or _operator(node) != "+" or left is None:
+    if node.type != "binary_expression" or operator_type(node) != "+" or left is None:
         return None
     value = (
         _integer(source.text(right))
@@ -278,11 +279,6 @@ def _sum(source: Source, node: tree_sitter.Node) -> tuple[tree_sitter.Node, int]
         else None
     )
     return None if value is None else (left, value)
-
-
-def _operator(node: tree_sitter.Node) -> str | None:
-    operator = node.child_by_field_name("operator")
-    return None if operator is None else operator.type
 
 
 def _valid(shape: tuple[int, ...]) -> bool:

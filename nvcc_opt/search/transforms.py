@@ -375,6 +375,13 @@ TRANSFORMS: tuple[Transform, ...] = (
         group="block",
     ),
     Transform(
+        "warp_shuffle_scan",
+        "the block's shared-memory scan done within warps by shuffles (integers: the same"
+        " values, 3 barriers instead of 2 per step)",
+        shuffle.warp_shuffle_scan,
+        group="block",
+    ),
+    Transform(
         "tile_matmul",
         "shared-memory tiles for the one-thread-per-element matrix product",
         tiling.tile_matmul,
