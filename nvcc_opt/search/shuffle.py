@@ -102,17 +102,12 @@ def _tree_loop(
     outside any other loop of the kernel."""
     if _in_loop(loop, kernel) or _returns_before(loop, kernel):
         return None
-    init = loop.child_by_field_name("initializer")
-    declarator = None if init is None else init.child_by_field_name("declarator")
-    if init is None or declarator is None or declarator.type != "init_declarator":
+    counter = _int_counter(source, loop)
+    if counter is None:
         return None
-    if _squeeze(source, init.child_by_field_name("type")) != "int":
-        return None
-    stride = _squeeze(source, declarator.child_by_field_name("declarator"))
-    value = declarator.child_by_field_name("value")
-    start = _squeeze(source, value)
-    if start not in ("blockDim.x/2", "blockDim.x>>1") and (
-        value is None or constant(source.text(value), names) != size // 2
+    stride, value = counter
+    if _squeeze(source, value) not in ("blockDim.x/2", "blockDim.x>>1") and (
+        constant(source.text(value), names) != size // 2
     ):
         return None
     if _squeeze(source, loop.child_by_field_name("condition")) != f"{stride}>0":
@@ -144,6 +139,18 @@ def _tree_loop(
     if element is None or not _reads_only_first(source, kernel, loop, array):
         return None
     return stride, array, element
+
+
+def _int_counter(source: Source, loop: tree_sitter.Node) -> tuple[str, tree_sitter.Node] | None:
+    """(name, initial value) of a loop `for (int name = value; ...)`."""
+    init = loop.child_by_field_name("initializer")
+    declarator = None if init is None else init.child_by_field_name("declarator")
+    if init is None or declarator is None or declarator.type != "init_declarator":
+        return None
+    value = declarator.child_by_field_name("value")
+    if value is None or _squeeze(source, init.child_by_field_name("type")) != "int":
+        return None
+    return _squeeze(source, declarator.child_by_field_name("declarator")), value
 
 
 def _returns_before(node: tree_sitter.Node, kernel: Kernel) -> bool:
@@ -247,15 +254,10 @@ def _scan_loop(
     """(shared array, its integer element type) when `loop` is the Hillis-Steele scan."""
     if _in_loop(loop, kernel) or _returns_before(loop, kernel):
         return None
-    init = loop.child_by_field_name("initializer")
-    declarator = None if init is None else init.child_by_field_name("declarator")
-    if init is None or declarator is None or declarator.type != "init_declarator":
+    counter = _int_counter(source, loop)
+    if counter is None or _squeeze(source, counter[1]) != "1":
         return None
-    if _squeeze(source, init.child_by_field_name("type")) != "int":
-        return None
-    offset = _squeeze(source, declarator.child_by_field_name("declarator"))
-    if _squeeze(source, declarator.child_by_field_name("value")) != "1":
-        return None
+    offset = counter[0]
     condition = loop.child_by_field_name("condition")
     bound = condition.child_by_field_name("right") if condition is not None else None
     if condition is None or bound is None or operator_type(condition) != "<":
