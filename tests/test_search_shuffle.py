@@ -191,9 +191,38 @@ def test_scans_it_cannot_see_are_the_same_are_left_alone(facts: Facts, code: str
     assert warp_shuffle_scan(code, facts) is None, why
 
 
-def test_a_return_before_the_reduction_leaves_it_alone() -> None:
-    code = REDUCE.replace("  __syncthreads();\n  for", "  if (i >= n) return;\n  for")
-    assert warp_shuffle_tail(code, FACTS) is None
+ALIAS = "  float* view = buf;\n  for"
+SHADOW = "  {\n  float* buf = partial;\n  for"
+
+
+@pytest.mark.parametrize(
+    ("code", "why"),
+    [
+        (REDUCE.replace("  __syncthreads();\n  for", "  if (i >= n) return;\n  for"),
+         "a thread may have returned"),
+        (REDUCE.replace("  for (int stride", ALIAS.replace("  for", "  for (int stride")).replace(
+            "partial[blockIdx.x] = buf[0];", "partial[blockIdx.x] = view[threadIdx.x];"),
+         "a pointer to the array reads other elements afterwards"),
+        (REDUCE.replace("  for (int stride", SHADOW.replace("  for", "  for (int stride")).replace(
+            "  if (threadIdx.x == 0) partial", "  }\n  if (threadIdx.x == 0) partial"),
+         "the loop's array is another variable of the same name"),
+        (REDUCE.replace("  for (int stride", "  #pragma unroll\n  for (int stride"),
+         "a pragma applies to the loop"),
+        (REDUCE.replace("int i = blockIdx.x * blockDim.x + threadIdx.x;",
+                        "int i = blockIdx.x * blockDim.x + threadIdx.x + threadIdx.y;"),
+         "the block may be 2D"),
+    ],
+)  # fmt: skip
+def test_reductions_that_other_code_could_see_differ_are_left_alone(code: str, why: str) -> None:
+    assert warp_shuffle_tail(code, FACTS) is None, why
+
+
+def test_a_scan_whose_add_rounds_to_another_type_is_left_alone() -> None:
+    """`int add` of a `long long` array cuts each partial sum to 32 bits: not the same sums."""
+    wide = SCAN.replace("__shared__ int buf", "__shared__ long long buf")
+    assert warp_shuffle_scan(wide, SCAN_FACTS) is None
+    same = wide.replace("int add =", "long long add =")
+    assert warp_shuffle_scan(same, SCAN_FACTS) is not None
 
 
 @needs_nvcc

@@ -212,14 +212,14 @@ def test_a_grid_written_in_literals_follows_a_block_reshape() -> None:
     assert (
         same is not None
         and (
-            "dim3 grid((n + block.x - 1) / block.x, (n + block.y - 1) / block.y,"
-            " (n + block.z - 1) / block.z);"
+            "dim3 grid((n + (int)block.x - 1) / (int)block.x, (n + (int)block.y - 1) /"
+            " (int)block.y, (n + (int)block.z - 1) / (int)block.z);"
         )
         in same
-    )
+    )  # int arithmetic as before: block.x is unsigned
     assert "dim3 block(8, 8, 8);" in same  # only the grid is rewritten
     wide = block_warp_wide(CUBE, Facts())
-    assert wide is not None and "dim3 block(32, 8, 2);" in wide and "/ block.z" in wide
+    assert wide is not None and "dim3 block(32, 8, 2);" in wide and "/ (int)block.z" in wide
     assert "dim3 block(8, 4, 8);" in (block_half(CUBE, Facts()) or "")
     names = [c.name for c in transform_changes(CUBE, Facts())]
     assert names[:2] == ["block_warp_wide", "block_half"]
@@ -234,6 +234,70 @@ def test_grids_that_are_not_the_blocks_rounding_stay() -> None:
     assert grids_from_blocks(CUBE.replace("(n + 8 - 1) / 8", "n")) is None
     assert block_half(CUBE.replace("(n + 8 - 1) / 8", "n"), Facts()) is None
     assert grids_from_blocks(CUBE.replace("  sweep<<<", "  grid.x = 4;\n  sweep<<<")) is None
+
+
+SCALE = """\
+__global__ void scale(int n, float* v) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) v[i] *= 2.0f;
+}
+
+void launch(int n, float* v) {
+  int block = 256;
+  scale<<<(n + 255) / 256, block>>>(n, v);
+}
+"""
+MATVEC = """\
+__global__ void mv(int n, float* v) {
+  int row = blockIdx.x * blockDim.y + threadIdx.y;
+  if (row < n && threadIdx.x == 0) v[row] *= 2.0f;
+}
+
+void launch(int n, float* v) {
+  dim3 block(8, 8);
+  mv<<<(n + 7) / 8, block>>>(n, v);
+}
+"""
+
+OTHER = """\
+void other(int n, float* v, int block);
+void other(int n, float* v, int block) { scale<<<(n + 255) / 256, block>>>(n, v); }
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "why"),
+    [
+        (MATVEC, "the kernel counts rows with another axis's extent than the grid's"),
+        (SCALE.replace("int i = blockIdx.x * blockDim.x", "int i = blockIdx.x * 256"),
+         "the kernel still holds the old extent"),
+        (SCALE.replace("scale<<<(n + 255) / 256, block>>>(n, v);",
+                       "scale<<<(n + 255) / 256, block>>>(n, v);\n  use((n + 255) / 256);"),
+         "host code repeats the old count of blocks"),
+        (SCALE.replace("scale<<<(n + 255) / 256, block>>>(n, v);",
+                       "int grid = (n + 255) / 256;\n  scale<<<grid, block>>>(n, v);\n"
+                       "  scale<<<grid, 256>>>(n, v);"),
+         "another launch with this grid has a literal block"),
+        (OTHER + SCALE, "the block there is another function's parameter"),
+        (CUBE.replace("  dim3 block(8, 8, 8);\n", "").replace("  sweep<<<",
+                      "  dim3 block(8, 8, 8);\n  sweep<<<"),
+         "the grid is declared before the block"),
+        (SCALE.replace("int block = 256;", "unsigned block = 256;"), "neither dim3 nor int"),
+        (SCALE.replace("(n + 255) / 256", "(n + 0377) / 0400"), "octal literals"),
+    ],
+)  # fmt: skip
+def test_grids_whose_old_extent_something_else_still_holds_stay(code: str, why: str) -> None:
+    assert grids_from_blocks(code) is None, why
+    assert block_half(code, Facts()) is None, why
+
+
+def test_int_blocks_in_any_initializer_form_give_an_int_grid() -> None:
+    assert "scale<<<(n + block - 1) / block, block>>>" in (grids_from_blocks(SCALE) or "")
+    for form in ("int block{256};", "int block(256);", "constexpr int block = 256;"):
+        new = grids_from_blocks(SCALE.replace("int block = 256;", form))
+        assert new is not None and "(n + block - 1) / block" in new, form
+    dim3 = grids_from_blocks(SCALE.replace("int block = 256;", "dim3 block = 256;"))
+    assert dim3 is not None and "(n + (int)block.x - 1) / (int)block.x" in dim3
 
 
 def test_a_warp_wide_block_keeps_its_threads_and_a_2d_block_is_left_to_block_wide() -> None:

@@ -38,8 +38,11 @@ warp, and each warp adding the totals before it: three barriers in all. Integer 
 only, so the different order of the additions gives the same values; a block size found in the
 launches that is whole warps (at most 1024 threads).
 
-Both need every thread of the block to reach the loop: a kernel with a `return` before it is
-left alone (a shuffle over the full mask needs all 32 lanes).
+Both need every thread of a 1D block to reach the loop (a shuffle over the full mask needs all
+32 lanes): a kernel with a `return` before it, the loop inside another loop, or any use of the
+y or z thread index or block extent is left alone; so is a loop under a `#pragma`, and a shared
+array whose name is also a parameter or another declaration, or that is used other than by
+indexing it (a pointer to it could read the elements the rewrite leaves different).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from nvcc_opt.search.cuda import (
     identifiers,
     indentation,
     operator_type,
+    preceding_pragma,
     walk,
 )
 from nvcc_opt.search.launches import constant, definitions
@@ -100,7 +104,7 @@ def _tree_loop(
 ) -> tuple[str, str, str] | None:
     """(stride variable, shared array, its element type) when `loop` is the tree reduction,
     outside any other loop of the kernel."""
-    if _in_loop(loop, kernel) or _returns_before(loop, kernel):
+    if not _outside_fits(source, kernel, loop):
         return None
     counter = _int_counter(source, loop)
     if counter is None:
@@ -168,11 +172,24 @@ def _in_loop(node: tree_sitter.Node, kernel: Kernel) -> bool:
     return False
 
 
+def _outside_fits(source: Source, kernel: Kernel, loop: tree_sitter.Node) -> bool:
+    """What both rewrites need around the loop: every thread of a 1D block reaches it (no
+    `return` before it, no enclosing loop, no y or z thread index or extent in the kernel) and
+    no `#pragma` (an unroll) applies to it."""
+    if _in_loop(loop, kernel) or _returns_before(loop, kernel) or preceding_pragma(loop):
+        return False
+    text = "".join(source.text(kernel.body).split())
+    return not any(f"{b}.{a}" in text for b in ("threadIdx", "blockDim") for a in ("y", "z"))
+
+
 def _shared_type(
     source: Source, kernel: Kernel, array: str, carried: set[str] = SHUFFLED
 ) -> str | None:
     """The element type of `__shared__ T array[...]` declared in the kernel, if it is one of
-    `carried`."""
+    `carried`, and if that array is the only thing of this name in the kernel (no parameter,
+    no other declaration shadowing it) and is only ever indexed (no pointer to it escapes)."""
+    if not _only_indexed(source, kernel, array):
+        return None
     for node in walk(kernel.body):
         if node.type != "declaration":
             continue
@@ -186,6 +203,19 @@ def _shared_type(
         element = " ".join(source.text(node.child_by_field_name("type") or node).split())
         return element if element in carried else None
     return None
+
+
+def _only_indexed(source: Source, kernel: Kernel, array: str) -> bool:
+    declarations = 0
+    for node in walk(kernel.node):
+        if node.type != "identifier" or source.text(node) != array:
+            continue
+        parent = node.parent
+        if parent is not None and parent.type == "array_declarator":
+            declarations += 1
+        elif parent is None or parent.type != "subscript_expression" or parent.children[0] != node:
+            return False  # a parameter, a pointer declared to it, the name passed or copied
+    return declarations == 1
 
 
 def _reads_only_first(source: Source, kernel: Kernel, loop: tree_sitter.Node, array: str) -> bool:
@@ -252,7 +282,7 @@ def _scan_loop(
     source: Source, kernel: Kernel, loop: tree_sitter.Node, size: int, names: dict[str, str]
 ) -> tuple[str, str] | None:
     """(shared array, its integer element type) when `loop` is the Hillis-Steele scan."""
-    if _in_loop(loop, kernel) or _returns_before(loop, kernel):
+    if not _outside_fits(source, kernel, loop):
         return None
     counter = _int_counter(source, loop)
     if counter is None or _squeeze(source, counter[1]) != "1":
@@ -290,11 +320,10 @@ def _scan_loop(
     if _squeeze(source, steps[2]) != f"{array}[threadIdx.x]+={add};":
         return None
     element = _shared_type(source, kernel, array, INTEGERS)
-    if element is None or _squeeze(source, steps[0].child_by_field_name("type")) not in (
-        element.replace(" ", ""),
-        "int",
+    if element is None or _squeeze(source, steps[0].child_by_field_name("type")) != (
+        element.replace(" ", "")
     ):
-        return None
+        return None  # an `add` of another type would round each partial sum to its own
     return array, element
 
 

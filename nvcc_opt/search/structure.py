@@ -117,8 +117,11 @@ def _definition(source: Source, name: str) -> BlockSize | None:
 
 
 def _integer(text: str) -> int | None:
+    """A decimal integer literal's value (an octal one, `010`, is not read as decimal)."""
     digits = text.rstrip("uUlL")
-    return int(digits) if digits.isdigit() else None
+    if not digits.isdigit() or (len(digits) > 1 and digits.startswith("0")):
+        return None
+    return int(digits)
 
 
 def _assigned(source: Source, name: str) -> bool:
@@ -184,35 +187,136 @@ def _resize(
 
 def grids_from_blocks(code: str) -> str | None:
     """`code` with each launch grid written in literals, `(n + 7) / 8` or `(n + 8 - 1) / 8`,
-    written from the block constant instead, `(n + block.x - 1) / block.x`, where the divisor
-    on each axis is the block's extent on that axis: the same grid, which now follows a block
-    reshape. None when no grid changes: a grid with any other axis stays as it is (and
-    `block_sizes` then refuses its block)."""
+    written from the block constant instead, `(n + (int)block.x - 1) / (int)block.x`, where
+    the divisor on each axis is the block's extent on that axis: the same grid (and the same
+    arithmetic type), which now follows a block reshape. Only where nothing else could still
+    hold the old extent: the block (`dim3`, or `int`) defined before the grid in the launch's
+    function; every launch with that grid uses that block; the launched kernels are in the
+    region and never pair `blockIdx` of one axis with `blockDim` of another; and the extents
+    and their roundings (8 and 7) appear as integers nowhere else in the region. None when no
+    grid changes (`block_sizes` then refuses the block, as before)."""
     source = Source(code)
-    edits: dict[int, Edit] = {}
-    for _, config in launch_calls(source):
+    kernels = {k.name: k for k in source.kernels()}
+    launches = list(launch_calls(source))
+    found: dict[str, list[tuple[int, tree_sitter.Node, tree_sitter.Node]]] = {}
+    refused: set[str] = set()
+    for launched, config in launches:
         if config[1].type != "identifier":
             continue
         name = source.text(config[1])
         block = _definition(source, name)
         if block is None or name in _grid_names(source, config[0]):
             continue
-        extents = _grid_extents(source, config[0])
-        if not extents or len(extents) > len(block.values):
+        matched = _literal_grid(source, config, block, launches)
+        kernel = kernels.get(launched)
+        if matched is None or kernel is None or _mixed_axes(source, kernel):
+            refused.add(name)
             continue
-        found = [_ceil_div(source, extent) for extent in extents]
-        if any(f is None or f[1] != block.values[i] for i, f in enumerate(found)):
+        found.setdefault(name, []).extend(matched)
+    edits: dict[int, Edit] = {}
+    for name, matched in found.items():
+        block = _definition(source, name)
+        kind = None if block is None else _block_kind(source, block)
+        if block is None or kind is None or name in refused:
             continue
-        scalar = block.numbers[0].parent is None or block.numbers[0].parent.type not in (
-            "argument_list",
-            "initializer_list",
-        )
-        for axis, (extent, parts) in enumerate(zip(extents, found, strict=True)):
-            assert parts is not None
-            size = name if scalar else f"{name}.{AXES[axis]}"
-            text = f"({source.text(parts[0])} + {size} - 1) / {size}"
+        allowed = {n.start_byte for n in block.numbers} | {
+            n.start_byte for _, extent, _ in matched for n in walk(extent)
+        }
+        values = set(block.values) | {v - 1 for v in block.values if v > 2}
+        if any(
+            n.type == "number_literal"
+            and _integer(source.text(n)) in values
+            and n.start_byte not in allowed
+            for n in walk(source.root)
+        ):
+            continue
+        for axis, extent, covered in matched:
+            size = name if kind == "int" else f"(int){name}.{AXES[axis]}"
+            text = f"({source.text(covered)} + {size} - 1) / {size}"
             edits[extent.start_byte] = Edit(extent.start_byte, extent.end_byte, text.encode())
     return edited(code, source, list(edits.values()))
+
+
+def _literal_grid(
+    source: Source,
+    config: list[tree_sitter.Node],
+    block: BlockSize,
+    launches: list[tuple[str, list[tree_sitter.Node]]],
+) -> list[tuple[int, tree_sitter.Node, tree_sitter.Node]] | None:
+    """(axis, extent, E) for each axis of this launch's grid when every one is `(E + b - 1) / b`
+    with b the block's extent on that axis, the block is defined before the grid in the
+    launch's function, and every launch with this grid uses this block; else None."""
+    grid, name = config[0], source.text(config[1])
+    extents = _grid_extents(source, grid)
+    if not extents or len(extents) > len(block.values):
+        return None
+    function = _function_of(config[1])
+    if function is None or _function_of(block.numbers[0]) != function:
+        return None
+    if any(block.numbers[0].start_byte > extent.start_byte for extent in extents):
+        return None  # the grid comes first: it cannot name the block
+    if any(_function_of(extent) != function for extent in extents):
+        return None
+    if grid.type == "identifier" and any(
+        other[0].type == "identifier"
+        and source.text(other[0]) == source.text(grid)
+        and source.text(other[1]) != name
+        for _, other in launches
+    ):
+        return None  # another launch with this grid and another block would not follow
+    matched = []
+    for axis, extent in enumerate(extents):
+        parts = _ceil_div(source, extent)
+        if parts is None or parts[1] != block.values[axis]:
+            return None
+        matched.append((axis, extent, parts[0]))
+    return matched
+
+
+def _function_of(node: tree_sitter.Node) -> tree_sitter.Node | None:
+    parent = node.parent
+    while parent is not None and parent.type != "function_definition":
+        parent = parent.parent
+    return parent
+
+
+def _block_kind(source: Source, block: BlockSize) -> str | None:
+    """ "dim3" or "int" (const, constexpr), the block's declared type; None for any other."""
+    node: tree_sitter.Node | None = block.numbers[0]
+    while node is not None and node.type != "declaration":
+        node = node.parent
+    declared = None if node is None else node.child_by_field_name("type")
+    kind = None if declared is None else source.text(declared)
+    return kind if kind in ("dim3", "int") else None
+
+
+def _mixed_axes(source: Source, kernel: Kernel) -> bool:
+    """Whether the kernel multiplies `blockIdx` of one axis by `blockDim` of another (a grid
+    axis computed from one block extent would then not be the axis the kernel counts)."""
+    for node in walk(kernel.body):
+        if node.type != "binary_expression" or operator_type(node) != "*":
+            continue
+        operands = [node.child_by_field_name("left"), node.child_by_field_name("right")]
+        axes = {_builtin_axis(source, n) for n in operands if n is not None}
+        indices = {a[1] for a in axes if a is not None and a[0] == "blockIdx"}
+        sizes = {a[1] for a in axes if a is not None and a[0] == "blockDim"}
+        if indices and sizes and indices != sizes:
+            return True
+    return False
+
+
+def _builtin_axis(source: Source, node: tree_sitter.Node) -> tuple[str, str] | None:
+    """("blockIdx", "x") for `blockIdx.x`, through casts and parentheses."""
+    while node.type in ("cast_expression", "parenthesized_expression"):
+        inner = node.child_by_field_name("value") or (
+            node.named_children[-1] if node.named_children else None
+        )
+        if inner is None:
+            return None
+        node = inner
+    text = "".join(source.text(node).split())
+    base, _, axis = text.partition(".")
+    return (base, axis) if base in ("blockIdx", "blockDim") and axis in AXES else None
 
 
 def _grid_extents(source: Source, grid: tree_sitter.Node) -> list[tree_sitter.Node] | None:
