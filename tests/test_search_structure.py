@@ -394,3 +394,14 @@ def test_a_reshaped_3d_block_with_its_rewritten_grid_covers_every_cell_on_a_gpu(
     rewritten = block_warp_wide(CUBE, Facts())
     assert rewritten is not None
     assert_program_passes(CUBE_PROGRAM.format(original=CUBE, rewritten=rewritten), tmp_path)
+
+
+def test_a_grid_shared_with_a_launch_of_a_literal_block_keeps_its_block() -> None:
+    """`b<<<grid, 256>>>` with the grid computed from `block`: resizing `block` would change
+    the grid under b's fixed block, so b would cover another range."""
+    code = ROWS.replace(
+        "rows<<<grid, block>>>(n, alpha, A, x, y);",
+        "rows<<<grid, block>>>(n, alpha, A, x, y);\n  rows<<<grid, 256>>>(n, alpha, A, x, y);",
+    )
+    assert code != ROWS
+    assert block_double(code, FACTS) is None and block_half(code, FACTS) is None

@@ -34,7 +34,9 @@ step,
     }
 
 becomes a scan within each warp by `__shfl_up_sync`, a scan of the warps' totals by the first
-warp, and each warp adding the totals before it: three barriers in all. Integer element types
+warp, and each warp adding the totals before it: three barriers in all (and 32 more elements
+of static shared memory, which a kernel near its limit could miss: benchmark_code would see
+the launch fail). Integer element types
 only, so the different order of the additions gives the same values; a block size found in the
 launches that is whole warps (at most 1024 threads).
 

@@ -21,7 +21,7 @@ than accumulate).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -63,7 +63,8 @@ def block_sizes(source: Source) -> list[BlockSize]:
     for kernels with no shared arrays sized apart from them and no `__launch_bounds__`."""
     kernels = {k.name: k for k in source.kernels()}
     found: dict[int, BlockSize] = {}
-    for launched, config in launch_calls(source):
+    launches = list(launch_calls(source))
+    for launched, config in launches:
         if config[1].type != "identifier":
             continue
         name = source.text(config[1])
@@ -74,7 +75,27 @@ def block_sizes(source: Source) -> list[BlockSize]:
         if kernel is not None and (kernel.launch_bounds or _shared_apart(source, kernel, name)):
             return []
         found[definition.numbers[0].start_byte] = definition
+    names = {
+        source.text(config[1]) for _, config in launches if config[1].type == "identifier"
+    } & _defined_names(source, found.values())
+    for _, config in launches:
+        uses = _grid_names(source, config[0]) & names
+        if uses and source.text(config[1]) not in uses:
+            return []  # a grid follows a block this launch does not use: its coverage changes
     return list(found.values())
+
+
+def _defined_names(source: Source, blocks: Iterable[BlockSize]) -> set[str]:
+    """The names the block sizes are defined under."""
+    names = set()
+    for block in blocks:
+        node: tree_sitter.Node | None = block.numbers[0]
+        while node is not None and node.type != "init_declarator":
+            node = node.parent
+        declared = None if node is None else node.child_by_field_name("declarator")
+        if declared is not None:
+            names.add(source.text(declared))
+    return names
 
 
 def launch_shapes(source: Source) -> dict[str, tuple[int, ...]]:
