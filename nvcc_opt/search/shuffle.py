@@ -113,7 +113,7 @@ def _tree_loop(
         return None
     stride, value = counter
     if _squeeze(source, value) not in ("blockDim.x/2", "blockDim.x>>1") and (
-        constant(source.text(value), names) != size // 2
+        _kernel_constant(source, kernel, value, names) != size // 2
     ):
         return None
     if _squeeze(source, loop.child_by_field_name("condition")) != f"{stride}>0":
@@ -217,7 +217,41 @@ def _only_indexed(source: Source, kernel: Kernel, array: str) -> bool:
             declarations += 1
         elif parent is None or parent.type != "subscript_expression" or parent.children[0] != node:
             return False  # a parameter, a pointer declared to it, the name passed or copied
-    return declarations == 1
+        elif parent.parent is not None and parent.parent.type == "pointer_expression":
+            return False  # `&buf[0]`: a pointer into it
+    return declarations == 1 and not _extern_shared(source)
+
+
+def _extern_shared(source: Source) -> bool:
+    """Whether the region declares an `extern __shared__` array: every one of them is the same
+    memory, so another name could read the array."""
+    return any(
+        node.type == "declaration"
+        and {"extern", "__shared__"} <= set(source.text(node).split("[")[0].split())
+        for node in walk(source.root)
+    )
+
+
+def _kernel_constant(
+    source: Source, kernel: Kernel, node: tree_sitter.Node, names: dict[str, str]
+) -> int | None:
+    """The value of `node`, when it uses no name the kernel declares (a parameter or a local
+    of the same name as a constant elsewhere is not that constant)."""
+    if identifiers(source, node) & _declared_in(source, kernel):
+        return None
+    return constant(source.text(node), names)
+
+
+def _declared_in(source: Source, kernel: Kernel) -> set[str]:
+    found = set(kernel.params)
+    for node in walk(kernel.body):
+        if node.type in ("init_declarator", "declaration", "array_declarator"):
+            target = node.child_by_field_name("declarator")
+            while target is not None and target.type != "identifier":
+                target = target.child_by_field_name("declarator")
+            if target is not None:
+                found.add(source.text(target))
+    return found
 
 
 def _reads_only_first(source: Source, kernel: Kernel, loop: tree_sitter.Node, array: str) -> bool:
@@ -296,7 +330,10 @@ def _scan_loop(
         return None
     if _squeeze(source, condition.child_by_field_name("left")) != offset:
         return None
-    if _squeeze(source, bound) != "blockDim.x" and constant(source.text(bound), names) != size:
+    if (
+        _squeeze(source, bound) != "blockDim.x"
+        and _kernel_constant(source, kernel, bound, names) != size
+    ):
         return None
     if _squeeze(source, loop.child_by_field_name("update")) not in (
         f"{offset}*=2",

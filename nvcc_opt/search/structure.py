@@ -13,9 +13,14 @@ memory access pattern or to too few blocks. Two changes a person would try first
   where each warp of the block takes the block's rows in turn and its lanes read a row together
   (one line per load), summing with shuffles. The launch is unchanged, so it works for function
   regions whose launch lies outside.
-Both leave correctness to benchmark_code: they refuse shapes they cannot see are safe (shared
-arrays sized apart from the block constant, existing `__launch_bounds__`, loops that do more
-than accumulate).
+Both leave the final word on correctness to benchmark_code, and refuse what they cannot see is
+safe: shared arrays sized apart from the block constant (or at file scope, or `extern`),
+existing `__launch_bounds__`, template kernels, a third launch argument apart from the block,
+the block passed to a call (`cudaLaunchKernel`), a grid following the block in a launch with
+another block, kernels pairing one axis's `blockIdx` with another's `blockDim` or `threadIdx`,
+the old extent (b, b - 1 or b / 2) written as a number or macro anywhere else in the region,
+and loops that do more than accumulate. `tests/fixtures/unsafe_rewrites/` holds the inputs
+two reviews found; none of them may be rewritten.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from nvcc_opt.search.cuda import (
     Edit,
     Kernel,
     Source,
+    calls,
     edited,
     identifiers,
     indentation,
@@ -64,15 +70,21 @@ def block_sizes(source: Source) -> list[BlockSize]:
     kernels = {k.name: k for k in source.kernels()}
     found: dict[int, BlockSize] = {}
     launches = list(launch_calls(source))
+    if _shared_outside_kernels(source):
+        return []  # a file-scope or extern shared array has a size this cannot follow
     for launched, config in launches:
         if config[1].type != "identifier":
             continue
         name = source.text(config[1])
+        if "<" in launched or (len(config) > 2 and name not in identifiers(source, config[2])):
+            return []  # a template kernel's checks, or a shared size apart from the block
         definition = _definition(source, name)
         if definition is None or name not in _grid_names(source, config[0]):
             return []  # a launch whose grid would not follow: change none
         kernel = kernels.get(launched)
-        if kernel is not None and (kernel.launch_bounds or _shared_apart(source, kernel, name)):
+        if kernel is not None and (
+            kernel.launch_bounds or _shared_apart(source, kernel, name) or _crossed(source, kernel)
+        ):
             return []
         found[definition.numbers[0].start_byte] = definition
     names = {
@@ -82,7 +94,67 @@ def block_sizes(source: Source) -> list[BlockSize]:
         uses = _grid_names(source, config[0]) & names
         if uses and source.text(config[1]) not in uses:
             return []  # a grid follows a block this launch does not use: its coverage changes
-    return list(found.values())
+        if config[1].type != "identifier" and identifiers(source, config[1]) & names:
+            return []  # `dim3(block)`: a block this cannot see follows
+    if _passed(source, names):
+        return []  # the block goes to a call (`cudaLaunchKernel(..., dim3(block), ...)`)
+    blocks = list(found.values())
+    own = {n.start_byte for block in blocks for n in block.numbers}
+    if any(_held_elsewhere(source, block, own) for block in blocks):
+        return []  # the old extent (or its rounding, or half of it) written as a number
+    return blocks
+
+
+def _passed(source: Source, names: set[str]) -> bool:
+    """Whether one of `names` is in the arguments of a call other than a launch's
+    configuration (`k<<<grid, block>>>` itself is not a call's arguments)."""
+    for node in walk(source.root):
+        if node.type != "identifier" or source.text(node) not in names:
+            continue
+        parent = node.parent
+        while parent is not None and parent.type not in (
+            "kernel_call_syntax",
+            "function_definition",
+        ):
+            if (
+                parent.type == "argument_list"
+                and parent.parent is not None
+                and parent.parent.type == "call_expression"
+            ):
+                return True
+            parent = parent.parent
+    return False
+
+
+def _shared_outside_kernels(source: Source) -> bool:
+    for node in walk(source.root):
+        if node.type != "declaration" or "__shared__" not in source.text(node).split("[")[0]:
+            continue
+        if "extern" in source.text(node).split("[")[0].split():
+            return True
+        parent = node.parent
+        while parent is not None and parent.type != "function_definition":
+            parent = parent.parent
+        if parent is None:
+            return True
+    return False
+
+
+def _held_elsewhere(source: Source, block: BlockSize, allowed: set[int]) -> bool:
+    """Whether an integer literal or a macro of the region, other than the block's own
+    numbers and the nodes at `allowed`, has the value of an extent b, b - 1 or b / 2 (b > 2)."""
+    values = set(block.values)
+    values |= {v - 1 for v in block.values if v > 2} | {v // 2 for v in block.values if v > 2}
+    allowed = allowed | {n.start_byte for n in block.numbers}
+    for node in walk(source.root):
+        if node.type == "number_literal" and node.start_byte not in allowed:
+            if _integer(source.text(node)) in values:
+                return True
+        elif node.type == "preproc_arg":
+            words = re.findall(r"\w+", source.text(node))
+            if any(_integer(w) in values for w in words):
+                return True
+    return False
 
 
 def _defined_names(source: Source, blocks: Iterable[BlockSize]) -> set[str]:
@@ -155,20 +227,25 @@ def _assigned(source: Source, name: str) -> bool:
 
 
 def _grid_names(source: Source, grid: tree_sitter.Node) -> set[str]:
-    """Names the grid expression uses, through its definitions (`int grid = ...;`)."""
-    names = identifiers(source, grid)
-    if grid.type == "identifier":
-        for node in walk(source.root):
-            declared = (
-                node.child_by_field_name("declarator") if node.type == "init_declarator" else None
-            )
-            value = node.child_by_field_name("value") if declared is not None else None
-            if (
-                value is not None
-                and declared is not None
-                and source.text(declared) == source.text(grid)
-            ):
-                names |= identifiers(source, value)
+    """Names the grid expression uses, through the definitions of the names it uses (`int
+    grid = ...;`, `int g2 = blocks;`), as deep as they go."""
+    values: dict[str, list[tree_sitter.Node]] = {}
+    for node in walk(source.root):
+        declared = (
+            node.child_by_field_name("declarator") if node.type == "init_declarator" else None
+        )
+        value = node.child_by_field_name("value") if declared is not None else None
+        if value is not None and declared is not None:
+            values.setdefault(source.text(declared), []).append(value)
+    names: set[str] = set()
+    todo = list(identifiers(source, grid))
+    while todo:
+        name = todo.pop()
+        if name in names:
+            continue
+        names.add(name)
+        for value in values.get(name, []):
+            todo += identifiers(source, value)
     return names
 
 
@@ -230,7 +307,7 @@ def grids_from_blocks(code: str) -> str | None:
             continue
         matched = _literal_grid(source, config, block, launches)
         kernel = kernels.get(launched)
-        if matched is None or kernel is None or _mixed_axes(source, kernel):
+        if matched is None or kernel is None or not _plain_indices(source, kernel):
             refused.add(name)
             continue
         found.setdefault(name, []).extend(matched)
@@ -240,16 +317,8 @@ def grids_from_blocks(code: str) -> str | None:
         kind = None if block is None else _block_kind(source, block)
         if block is None or kind is None or name in refused:
             continue
-        allowed = {n.start_byte for n in block.numbers} | {
-            n.start_byte for _, extent, _ in matched for n in walk(extent)
-        }
-        values = set(block.values) | {v - 1 for v in block.values if v > 2}
-        if any(
-            n.type == "number_literal"
-            and _integer(source.text(n)) in values
-            and n.start_byte not in allowed
-            for n in walk(source.root)
-        ):
+        allowed = {n.start_byte for _, extent, _ in matched for n in walk(extent)}
+        if _held_elsewhere(source, block, allowed):
             continue
         for axis, extent, covered in matched:
             size = name if kind == "int" else f"(int){name}.{AXES[axis]}"
@@ -311,19 +380,71 @@ def _block_kind(source: Source, block: BlockSize) -> str | None:
     return kind if kind in ("dim3", "int") else None
 
 
-def _mixed_axes(source: Source, kernel: Kernel) -> bool:
-    """Whether the kernel multiplies `blockIdx` of one axis by `blockDim` of another (a grid
-    axis computed from one block extent would then not be the axis the kernel counts)."""
+def _plain_indices(source: Source, kernel: Kernel) -> bool:
+    """Whether the kernel uses `blockIdx` only as `blockIdx.a * blockDim.a` (through casts),
+    `threadIdx` only of axes it multiplies so, and calls no function of the region that reads
+    them: then its index on each axis follows that axis's block extent, whatever it becomes."""
+    multiplied: set[str] = set()
     for node in walk(kernel.body):
-        if node.type != "binary_expression" or operator_type(node) != "*":
+        axis = _builtin_axis(source, node) if node.type == "field_expression" else None
+        if axis is None or axis[0] != "blockIdx":
+            continue
+        product = node.parent
+        while product is not None and product.type in (
+            "cast_expression",
+            "parenthesized_expression",
+        ):
+            product = product.parent
+        if product is None or product.type != "binary_expression" or operator_type(product) != "*":
+            return False
+        operands = [product.child_by_field_name("left"), product.child_by_field_name("right")]
+        axes = {_builtin_axis(source, n) for n in operands if n is not None}
+        if ("blockDim", axis[1]) not in axes:
+            return False
+        multiplied.add(axis[1])
+    for node in walk(kernel.body):
+        axis = _builtin_axis(source, node) if node.type == "field_expression" else None
+        if axis is not None and axis[0] == "threadIdx" and axis[1] not in multiplied:
+            return False
+    helpers = {f for f in walk(source.root) if f.type == "function_definition"} - {kernel.node}
+    return not any(
+        _builtin_axis(source, n) is not None
+        for helper in helpers
+        if _function_name(source, helper) in calls(source, kernel.body)
+        for n in walk(helper)
+        if n.type == "field_expression"
+    )
+
+
+def _crossed(source: Source, kernel: Kernel) -> bool:
+    """Whether the kernel pairs axes: `blockIdx.a * blockDim.b`, or such a product of axis a
+    plus `threadIdx.b`, with b not a (a reshape would then leave gaps or overlaps)."""
+    for node in walk(kernel.body):
+        if node.type != "binary_expression" or operator_type(node) not in ("*", "+"):
             continue
         operands = [node.child_by_field_name("left"), node.child_by_field_name("right")]
         axes = {_builtin_axis(source, n) for n in operands if n is not None}
-        indices = {a[1] for a in axes if a is not None and a[0] == "blockIdx"}
-        sizes = {a[1] for a in axes if a is not None and a[0] == "blockDim"}
-        if indices and sizes and indices != sizes:
-            return True
+        if operator_type(node) == "*":
+            index = {a[1] for a in axes if a is not None and a[0] == "blockIdx"}
+            extent = {a[1] for a in axes if a is not None and a[0] == "blockDim"}
+            if index and extent and index != extent:
+                return True
+            continue
+        thread = {a[1] for a in axes if a is not None and a[0] == "threadIdx"}
+        products = [n for n in operands if n is not None and n.type == "binary_expression"]
+        for product in products:
+            inner = [product.child_by_field_name("left"), product.child_by_field_name("right")]
+            block = {_builtin_axis(source, n) for n in inner if n is not None}
+            index = {a[1] for a in block if a is not None and a[0] == "blockIdx"}
+            if thread and index and thread != index:
+                return True
     return False
+
+
+def _function_name(source: Source, function: tree_sitter.Node) -> str | None:
+    declarator = function.child_by_field_name("declarator")
+    name = None if declarator is None else declarator.child_by_field_name("declarator")
+    return None if name is None else source.text(name)
 
 
 def _builtin_axis(source: Source, node: tree_sitter.Node) -> tuple[str, str] | None:
@@ -337,7 +458,7 @@ def _builtin_axis(source: Source, node: tree_sitter.Node) -> tuple[str, str] | N
         node = inner
     text = "".join(source.text(node).split())
     base, _, axis = text.partition(".")
-    return (base, axis) if base in ("blockIdx", "blockDim") and axis in AXES else None
+    return (base, axis) if base in ("blockIdx", "blockDim", "threadIdx") and axis in AXES else None
 
 
 def _grid_extents(source: Source, grid: tree_sitter.Node) -> list[tree_sitter.Node] | None:
