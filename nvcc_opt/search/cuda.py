@@ -228,6 +228,29 @@ def edited(code: str, source: Source, edits: list[Edit]) -> str | None:
     return new if Source(new).errors() <= source.errors() else None
 
 
+def squeeze(text: str) -> str:
+    """`text` without any whitespace, for comparing small expressions by their form."""
+    return "".join(text.split())
+
+
+def function_of(node: tree_sitter.Node) -> tree_sitter.Node | None:
+    """The function definition `node` lies in; None at file scope."""
+    parent = node.parent
+    while parent is not None and parent.type != "function_definition":
+        parent = parent.parent
+    return parent
+
+
+def extern_shared(source: Source) -> bool:
+    """Whether `source` declares an `extern __shared__` array: every one of them is the same
+    memory, whatever its name and size."""
+    return any(
+        node.type == "declaration"
+        and {"extern", "__shared__"} <= set(source.text(node).split("[")[0].split())
+        for node in walk(source.root)
+    )
+
+
 def operator_type(node: tree_sitter.Node) -> str | None:
     """A binary or assignment expression's operator (`+`, `/`, `<`, `+=`), else None."""
     operator = node.child_by_field_name("operator")

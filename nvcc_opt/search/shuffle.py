@@ -49,6 +49,7 @@ indexing it (a pointer to it could read the elements the rewrite leaves differen
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import tree_sitter
@@ -57,12 +58,15 @@ from nvcc_opt.search.cuda import (
     Edit,
     Kernel,
     Source,
+    declared_name,
     edited,
+    extern_shared,
     fresh_name,
     identifiers,
     indentation,
     operator_type,
     preceding_pragma,
+    squeeze,
     walk,
 )
 from nvcc_opt.search.launches import constant, definitions
@@ -79,26 +83,62 @@ FULL = "0xffffffffu"
 
 
 def warp_shuffle_tail(code: str, facts: Facts) -> str | None:
+    return _each_loop(code, facts, _warps_power_of_two, _tail_at)
+
+
+def warp_shuffle_scan(code: str, facts: Facts) -> str | None:
+    return _each_loop(code, facts, _whole_warps, _scan_at)
+
+
+def _warps_power_of_two(size: int) -> bool:
+    return size >= WARP and not size & (size - 1)
+
+
+def _whole_warps(size: int) -> bool:
+    return not size % WARP and WARP <= size <= WARP * WARP
+
+
+def _tail_at(
+    source: Source, kernel: Kernel, loop: tree_sitter.Node, size: int, names: dict[str, str]
+) -> bytes | None:
+    found = _tree_loop(source, kernel, loop, size, names)
+    if found is None:
+        return None
+    used = identifiers(source, kernel.node)
+    return _rewrite(source, loop, found, fresh_name(VALUE, used), fresh_name(LANE_STEP, used))
+
+
+def _scan_at(
+    source: Source, kernel: Kernel, loop: tree_sitter.Node, size: int, names: dict[str, str]
+) -> bytes | None:
+    found = _scan_loop(source, kernel, loop, size, names)
+    return None if found is None else _scan(source, loop, found, identifiers(source, kernel.node))
+
+
+LoopRewrite = Callable[[Source, Kernel, tree_sitter.Node, int, dict[str, str]], "bytes | None"]
+
+
+def _each_loop(
+    code: str, facts: Facts, fits: Callable[[int], bool], rewrite: LoopRewrite
+) -> str | None:
+    """`code` with every `for` loop of a kernel whose block size is known and `fits` replaced
+    by what `rewrite` makes of it (None: left as it is)."""
     source = Source(code)
     names = {**facts.names, **definitions(code)}
     edits = []
     for kernel in source.kernels():
         size = facts.block_sizes.get(kernel.name)
-        if size is None or size < WARP or size & (size - 1):
+        if size is None or not fits(size):
             continue
         for loop in (n for n in walk(kernel.body) if n.type == "for_statement"):
-            found = _tree_loop(source, kernel, loop, size, names)
-            if found is not None:
-                used = identifiers(source, kernel.node)
-                new = _rewrite(
-                    source, loop, found, fresh_name(VALUE, used), fresh_name(LANE_STEP, used)
-                )
+            new = rewrite(source, kernel, loop, size, names)
+            if new is not None:
                 edits.append(Edit(loop.start_byte, loop.end_byte, new))
     return edited(code, source, edits)
 
 
 def _squeeze(source: Source, node: tree_sitter.Node | None) -> str:
-    return "" if node is None else "".join(source.text(node).split())
+    return "" if node is None else squeeze(source.text(node))
 
 
 def _tree_loop(
@@ -219,17 +259,7 @@ def _only_indexed(source: Source, kernel: Kernel, array: str) -> bool:
             return False  # a parameter, a pointer declared to it, the name passed or copied
         elif parent.parent is not None and parent.parent.type == "pointer_expression":
             return False  # `&buf[0]`: a pointer into it
-    return declarations == 1 and not _extern_shared(source)
-
-
-def _extern_shared(source: Source) -> bool:
-    """Whether the region declares an `extern __shared__` array: every one of them is the same
-    memory, so another name could read the array."""
-    return any(
-        node.type == "declaration"
-        and {"extern", "__shared__"} <= set(source.text(node).split("[")[0].split())
-        for node in walk(source.root)
-    )
+    return declarations == 1 and not extern_shared(source)
 
 
 def _kernel_constant(
@@ -245,12 +275,13 @@ def _kernel_constant(
 def _declared_in(source: Source, kernel: Kernel) -> set[str]:
     found = set(kernel.params)
     for node in walk(kernel.body):
-        if node.type in ("init_declarator", "declaration", "array_declarator"):
-            target = node.child_by_field_name("declarator")
-            while target is not None and target.type != "identifier":
-                target = target.child_by_field_name("declarator")
-            if target is not None:
-                found.add(source.text(target))
+        target = (
+            declared_name(node)
+            if node.type in ("init_declarator", "declaration", "array_declarator")
+            else None
+        )
+        if target is not None:
+            found.add(source.text(target))
     return found
 
 
@@ -296,22 +327,6 @@ def _rewrite(
         f"{pad}__syncthreads();",
     ]
     return "\n".join(lines).encode()
-
-
-def warp_shuffle_scan(code: str, facts: Facts) -> str | None:
-    source = Source(code)
-    names = {**facts.names, **definitions(code)}
-    edits = []
-    for kernel in source.kernels():
-        size = facts.block_sizes.get(kernel.name)
-        if size is None or size % WARP or not WARP <= size <= WARP * WARP:
-            continue
-        for loop in (n for n in walk(kernel.body) if n.type == "for_statement"):
-            found = _scan_loop(source, kernel, loop, size, names)
-            if found is not None:
-                used = identifiers(source, kernel.node)
-                edits.append(Edit(loop.start_byte, loop.end_byte, _scan(source, loop, found, used)))
-    return edited(code, source, edits)
 
 
 def _scan_loop(

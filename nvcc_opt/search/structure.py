@@ -26,7 +26,7 @@ two reviews found; none of them may be rewritten.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,10 +38,13 @@ from nvcc_opt.search.cuda import (
     Source,
     calls,
     edited,
+    extern_shared,
+    function_of,
     identifiers,
     indentation,
     launch_calls,
     operator_type,
+    squeeze,
     walk,
 )
 
@@ -69,6 +72,7 @@ def block_sizes(source: Source) -> list[BlockSize]:
     for kernels with no shared arrays sized apart from them and no `__launch_bounds__`."""
     kernels = {k.name: k for k in source.kernels()}
     found: dict[int, BlockSize] = {}
+    names: set[str] = set()  # the block constants of `found`
     launches = list(launch_calls(source))
     if _shared_outside_kernels(source):
         return []  # a file-scope or extern shared array has a size this cannot follow
@@ -87,9 +91,7 @@ def block_sizes(source: Source) -> list[BlockSize]:
         ):
             return []
         found[definition.numbers[0].start_byte] = definition
-    names = {
-        source.text(config[1]) for _, config in launches if config[1].type == "identifier"
-    } & _defined_names(source, found.values())
+        names.add(name)
     for _, config in launches:
         uses = _grid_names(source, config[0]) & names
         if uses and source.text(config[1]) not in uses:
@@ -127,17 +129,13 @@ def _passed(source: Source, names: set[str]) -> bool:
 
 
 def _shared_outside_kernels(source: Source) -> bool:
-    for node in walk(source.root):
-        if node.type != "declaration" or "__shared__" not in source.text(node).split("[")[0]:
-            continue
-        if "extern" in source.text(node).split("[")[0].split():
-            return True
-        parent = node.parent
-        while parent is not None and parent.type != "function_definition":
-            parent = parent.parent
-        if parent is None:
-            return True
-    return False
+    """Whether the region declares a shared array at file scope or `extern`."""
+    return extern_shared(source) or any(
+        node.type == "declaration"
+        and "__shared__" in source.text(node).split("[")[0]
+        and function_of(node) is None
+        for node in walk(source.root)
+    )
 
 
 def _held_elsewhere(source: Source, block: BlockSize, allowed: set[int]) -> bool:
@@ -155,19 +153,6 @@ def _held_elsewhere(source: Source, block: BlockSize, allowed: set[int]) -> bool
             if any(_integer(w) in values for w in words):
                 return True
     return False
-
-
-def _defined_names(source: Source, blocks: Iterable[BlockSize]) -> set[str]:
-    """The names the block sizes are defined under."""
-    names = set()
-    for block in blocks:
-        node: tree_sitter.Node | None = block.numbers[0]
-        while node is not None and node.type != "init_declarator":
-            node = node.parent
-        declared = None if node is None else node.child_by_field_name("declarator")
-        if declared is not None:
-            names.add(source.text(declared))
-    return names
 
 
 def launch_shapes(source: Source) -> dict[str, tuple[int, ...]]:
@@ -229,14 +214,7 @@ def _assigned(source: Source, name: str) -> bool:
 def _grid_names(source: Source, grid: tree_sitter.Node) -> set[str]:
     """Names the grid expression uses, through the definitions of the names it uses (`int
     grid = ...;`, `int g2 = blocks;`), as deep as they go."""
-    values: dict[str, list[tree_sitter.Node]] = {}
-    for node in walk(source.root):
-        declared = (
-            node.child_by_field_name("declarator") if node.type == "init_declarator" else None
-        )
-        value = node.child_by_field_name("value") if declared is not None else None
-        if value is not None and declared is not None:
-            values.setdefault(source.text(declared), []).append(value)
+    values = _initializers(source)
     names: set[str] = set()
     todo = list(identifiers(source, grid))
     while todo:
@@ -247,6 +225,19 @@ def _grid_names(source: Source, grid: tree_sitter.Node) -> set[str]:
         for value in values.get(name, []):
             todo += identifiers(source, value)
     return names
+
+
+def _initializers(source: Source) -> dict[str, list[tree_sitter.Node]]:
+    """Name -> the value of each `T name = value;` / `dim3 name(a, b);` in the region."""
+    values: dict[str, list[tree_sitter.Node]] = {}
+    for node in walk(source.root):
+        declared = (
+            node.child_by_field_name("declarator") if node.type == "init_declarator" else None
+        )
+        value = node.child_by_field_name("value") if declared is not None else None
+        if value is not None and declared is not None:
+            values.setdefault(source.text(declared), []).append(value)
+    return values
 
 
 def _shared_apart(source: Source, kernel: Kernel, name: str) -> bool:
@@ -296,7 +287,7 @@ def grids_from_blocks(code: str) -> str | None:
     source = Source(code)
     kernels = {k.name: k for k in source.kernels()}
     launches = list(launch_calls(source))
-    found: dict[str, list[tuple[int, tree_sitter.Node, tree_sitter.Node]]] = {}
+    found: dict[str, tuple[BlockSize, list[tuple[int, tree_sitter.Node, tree_sitter.Node]]]] = {}
     refused: set[str] = set()
     for launched, config in launches:
         if config[1].type != "identifier":
@@ -310,12 +301,11 @@ def grids_from_blocks(code: str) -> str | None:
         if matched is None or kernel is None or not _plain_indices(source, kernel):
             refused.add(name)
             continue
-        found.setdefault(name, []).extend(matched)
+        found.setdefault(name, (block, []))[1].extend(matched)
     edits: dict[int, Edit] = {}
-    for name, matched in found.items():
-        block = _definition(source, name)
-        kind = None if block is None else _block_kind(source, block)
-        if block is None or kind is None or name in refused:
+    for name, (block, matched) in found.items():
+        kind = _block_kind(source, block)
+        if kind is None or name in refused:
             continue
         allowed = {n.start_byte for _, extent, _ in matched for n in walk(extent)}
         if _held_elsewhere(source, block, allowed):
@@ -340,12 +330,12 @@ def _literal_grid(
     extents = _grid_extents(source, grid)
     if not extents or len(extents) > len(block.values):
         return None
-    function = _function_of(config[1])
-    if function is None or _function_of(block.numbers[0]) != function:
+    function = function_of(config[1])
+    if function is None or function_of(block.numbers[0]) != function:
         return None
     if any(block.numbers[0].start_byte > extent.start_byte for extent in extents):
         return None  # the grid comes first: it cannot name the block
-    if any(_function_of(extent) != function for extent in extents):
+    if any(function_of(extent) != function for extent in extents):
         return None
     if grid.type == "identifier" and any(
         other[0].type == "identifier"
@@ -361,13 +351,6 @@ def _literal_grid(
             return None
         matched.append((axis, extent, parts[0]))
     return matched
-
-
-def _function_of(node: tree_sitter.Node) -> tree_sitter.Node | None:
-    parent = node.parent
-    while parent is not None and parent.type != "function_definition":
-        parent = parent.parent
-    return parent
 
 
 def _block_kind(source: Source, block: BlockSize) -> str | None:
@@ -406,13 +389,18 @@ def _plain_indices(source: Source, kernel: Kernel) -> bool:
         axis = _builtin_axis(source, node) if node.type == "field_expression" else None
         if axis is not None and axis[0] == "threadIdx" and axis[1] not in multiplied:
             return False
-    helpers = {f for f in walk(source.root) if f.type == "function_definition"} - {kernel.node}
+    called = set(calls(source, kernel.body))
+    helpers = [
+        f
+        for f in walk(source.root)
+        if f.type == "function_definition"
+        and f != kernel.node
+        and _function_name(source, f) in called
+    ]
     return not any(
-        _builtin_axis(source, n) is not None
+        n.type == "field_expression" and _builtin_axis(source, n) is not None
         for helper in helpers
-        if _function_name(source, helper) in calls(source, kernel.body)
         for n in walk(helper)
-        if n.type == "field_expression"
     )
 
 
@@ -456,8 +444,7 @@ def _builtin_axis(source: Source, node: tree_sitter.Node) -> tuple[str, str] | N
         if inner is None:
             return None
         node = inner
-    text = "".join(source.text(node).split())
-    base, _, axis = text.partition(".")
+    base, _, axis = squeeze(source.text(node)).partition(".")
     return (base, axis) if base in ("blockIdx", "blockDim", "threadIdx") and axis in AXES else None
 
 
@@ -473,14 +460,7 @@ def _grid_extents(source: Source, grid: tree_sitter.Node) -> list[tree_sitter.No
     if grid.type != "identifier":
         return [grid]
     name = source.text(grid)
-    values = []
-    for node in walk(source.root):
-        declared = (
-            node.child_by_field_name("declarator") if node.type == "init_declarator" else None
-        )
-        value = node.child_by_field_name("value") if declared is not None else None
-        if declared is not None and value is not None and source.text(declared) == name:
-            values.append(value)
+    values = _initializers(source).get(name, [])
     if len(values) != 1 or _assigned(source, name):
         return None
     value = values[0]
@@ -664,17 +644,13 @@ def _statements(node: tree_sitter.Node) -> list[tree_sitter.Node]:
     return [node]
 
 
-def _squeeze(text: str) -> str:
-    return "".join(text.split())
-
-
 def is_global_index(text: str, axis: str = "x") -> bool:
     """Whether `text` is `blockIdx.x * blockDim.x + threadIdx.x` (any order, integer casts),
     or the same along `axis` ("y", "z")."""
     block, size, thread = f"blockIdx.{axis}", f"blockDim.{axis}", f"threadIdx.{axis}"
     forms = {f"{b}*{d}+{thread}" for b, d in ((block, size), (size, block))}
     forms |= {f"{thread}+{b}*{d}" for b, d in ((block, size), (size, block))}
-    return CASTS.sub("", _squeeze(text)) in forms
+    return CASTS.sub("", squeeze(text)) in forms
 
 
 def global_index_name(source: Source, node: tree_sitter.Node, axis: str = "x") -> str | None:
@@ -791,7 +767,7 @@ def unit_loop(source: Source, loop: tree_sitter.Node) -> str | None:
     if declarator is None or declarator.type != "init_declarator" or name is None:
         return None
     variable = source.text(name)
-    if _squeeze(source.text(update)) not in (f"++{variable}", f"{variable}++", f"{variable}+=1"):
+    if squeeze(source.text(update)) not in (f"++{variable}", f"{variable}++", f"{variable}+=1"):
         return None
     left = condition.child_by_field_name("left")
     operator = condition.child_by_field_name("operator")

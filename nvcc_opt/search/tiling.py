@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING
 
 import tree_sitter
 
-from nvcc_opt.search.cuda import Edit, Kernel, Source, edited, identifiers, indentation, walk
+from nvcc_opt.search.cuda import (
+    Edit,
+    Kernel,
+    Source,
+    edited,
+    identifiers,
+    indentation,
+    squeeze,
+    walk,
+)
 from nvcc_opt.search.structure import (
     global_index_name,
     launch_shapes,
@@ -64,10 +73,6 @@ def tile_matmul(code: str, facts: Facts) -> str | None:
             new = _tiled(source, product, shape[0])
             edits.append(Edit(kernel.body.start_byte, kernel.body.end_byte, new))
     return edited(code, source, edits)
-
-
-def _squeeze(text: str) -> str:
-    return "".join(text.split())
 
 
 def _product(source: Source, kernel: Kernel) -> Product | None:
@@ -138,7 +143,7 @@ def _loop(
     body = loop.child_by_field_name("body")
     if variable is None or init is None or condition is None or body is None:
         return None
-    if _squeeze(source.text(init)).rstrip(";") != f"int{variable}=0":
+    if squeeze(source.text(init)).rstrip(";") != f"int{variable}=0":
         return None
     compare = condition.child_by_field_name("operator")
     bound = condition.child_by_field_name("right")
