@@ -377,7 +377,7 @@ TRANSFORMS: tuple[Transform, ...] = (
     Transform(
         "warp_shuffle_scan",
         "the block's shared-memory scan done within warps by shuffles (integers: the same"
-        " values, 3 barriers instead of 2 per step)",
+        " values; 3 barriers in all instead of 2 per step)",
         shuffle.warp_shuffle_scan,
         group="block",
     ),
