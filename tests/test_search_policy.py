@@ -141,6 +141,9 @@ def test_search_measures_each_change_then_combines_what_helped() -> None:
     assert "-use_fast_math" in headline and "const __restrict__" in headline
     assert "-use_fast_math" in explanation and "1.050x, improved alone" in explanation
     assert "__ldg() for loads of read-only data: rejected: numbers_differ" in explanation
+    sent = [(args["code"], tuple(args.get("compile_args", []))) for args in tried]
+    assert len(sent) == len(set(sent))  # restrict on all holds const's: their pair is not timed
+    assert "the same code as __restrict__ on every pointer parameter alone" in explanation
 
 
 def test_nothing_helps_means_the_region_unchanged() -> None:
@@ -284,3 +287,36 @@ def test_a_launch_over_several_lines_is_read_to_its_end() -> None:
     timed = [args["code"] for name, args in calls if name == "benchmark_code"]
     assert any("__launch_bounds__(256)" in code for code in timed)  # the block size was found
     assert "__restrict__" in answer["final_code"]  # and the whole argument list: no aliasing
+
+
+def test_near_the_budget_end_it_combines_what_helped_before_trying_more_alone() -> None:
+    """Each benchmark takes 50 s of a 340 s budget. const restrict helps first, __launch_bounds__
+    at 300 s: with 40 s left, the flags alone wait, so the budget's end cannot fall between the
+    two improvements and their combination."""
+    now = [0.0]
+
+    def slow_gpu(name: str, args: dict[str, Any]) -> str:
+        if name != "benchmark_code":
+            return gpu(name, args)
+        now[0] += 50.0
+        code = args["code"]
+        const_only = "const float* __restrict__ A" in code and "float* __restrict__ y" not in code
+        speedup = (1.10 if const_only else 1.0) * (1.05 if "__launch_bounds__" in code else 1.0)
+        return bench_text(speedup)
+
+    calls, answer = drive(SearchPolicy(budget_s=340, clock=lambda: now[0]), slow_gpu)
+    tried = [args for name, args in calls if name == "benchmark_code"]
+    assert "__launch_bounds__" in tried[-2]["code"] and "__restrict__" not in tried[-2]["code"]
+    assert "__launch_bounds__" in tried[-1]["code"] and "__restrict__" in tried[-1]["code"]
+    assert not any(a.get("compile_args") for a in tried)  # the flags waited
+    assert "__restrict__" in answer["final_code"] and "__launch_bounds__" in answer["final_code"]
+    explanation = answer["explanation"]
+    assert "(1.155x measured by benchmark_code)" in explanation.splitlines()[0]
+    assert "not tried alone, to leave time to combine what helped: " in explanation
+    assert "-use_fast_math" in explanation.split("not tried alone")[1]  # named, not lost
+    assert now[0] == 350  # the combination started within the budget
+
+
+def test_with_time_to_spare_every_change_is_tried_alone_first() -> None:
+    calls, answer = drive(SearchPolicy(), gpu)
+    assert "not tried alone" not in answer["explanation"]

@@ -8,7 +8,11 @@ format and can seed training), and chooses each next step from what the tools sa
 3. benchmark_code of each source transform and build flag alone, structural changes first; a
    kernel-only change whose machine code (compiler_analysis's SASS digests) equals the region's,
    or a change already timed, is not timed again;
-4. greedy combination of what improved, best first, keeping a change only when it adds;
+4. greedy combination of what improved, best first, keeping a change only when it adds; once two
+   changes have improved, the changes alone stop while the time or calls left would not cover
+   one more and a combination (the longest benchmark_code call so far is the estimate), so the
+   budget's end never falls between two improvements and their combination; a combination whose
+   code equals a change already timed alone is not timed again;
 5. a final answer whose explanation names each change and its measured effect; when nothing
    helped, the region unchanged (which `optimize` records as "original kept" without verifying).
 All within a time budget and a number of tool calls below the loop's turn limit.
@@ -64,6 +68,7 @@ class Final:
 
 
 Step = Call | Final
+Built = tuple[str, tuple[str, ...]]  # a region's code and compile_args, as a dictionary key
 Plan = Generator[Step, str, None]
 
 
@@ -87,8 +92,8 @@ class SearchPolicy:
             if self._plan is None:
                 task = read_task(messages)
                 offered = {t["function"]["name"] for t in tools if "function" in t}
-                deadline = self.clock() + self.budget_s
-                self._plan = _search(task.region, task.target, offered, self._room(deadline))
+                budget = Budget(self.clock, self.clock() + self.budget_s, self._calls_left)
+                self._plan = _search(task.region, task.target, offered, budget)
                 step = next(self._plan)
             else:
                 last = messages[-1] if messages else {}
@@ -99,11 +104,8 @@ class SearchPolicy:
             raise ModelError("the search policy has nothing more to do") from None
         return self._reply(step)
 
-    def _room(self, deadline: float) -> Callable[[], bool]:
-        def room() -> bool:
-            return self.clock() < deadline and self._calls < self.max_calls
-
-        return room
+    def _calls_left(self) -> int:
+        return self.max_calls - self._calls
 
     def _reply(self, step: Step) -> Reply:
         if isinstance(step, Final):
@@ -131,7 +133,28 @@ def from_spec(rest: str) -> SearchPolicy:
         raise ValueError(f"search options must be numbers: {exc}") from None
 
 
-def _search(code: str, target: str, offered: set[str], room: Callable[[], bool]) -> Plan:
+@dataclass(frozen=True)
+class Budget:
+    """What is left of the policy's exploration time and tool calls."""
+
+    clock: Callable[[], float]
+    deadline: float
+    calls_left: Callable[[], int]
+
+    def seconds_left(self) -> float:
+        return self.deadline - self.clock()
+
+    def room(self) -> bool:
+        return self.seconds_left() > 0 and self.calls_left() > 0
+
+    def keeps_for_combining(self, longest_s: float) -> bool:
+        """Whether one more change alone (an analysis and a benchmark_code call of about
+        `longest_s`) would leave no room to combine what already helped."""
+        return self.seconds_left() < longest_s or self.calls_left() < 3
+
+
+def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
+    room = budget.room
     if "benchmark_code" not in offered:
         yield Final(code, "benchmark_code was not offered, so nothing could be measured.")
         return
@@ -144,9 +167,20 @@ def _search(code: str, target: str, offered: set[str], room: Callable[[], bool])
     alone: dict[str, tuple[Change, Measured]] = {}
     untimed: list[str] = []
     timed_as: dict[tuple[tuple[str, str, str], ...], Change] = {}
+    timed_code: dict[Built, Change] = {}  # what each change alone sent to benchmark_code
     region_code = analysis.machine_code if analysis is not None else ()
-    for change in singles:
+    longest_s = 0.0  # the longest benchmark_code call so far
+    notes: list[str] = []
+    for at, change in enumerate(singles):
         if not room():
+            break
+        if (
+            longest_s
+            and budget.keeps_for_combining(longest_s)
+            and _combinable(code, facts, alone, timed_code)
+        ):
+            left = ", ".join(c.what for c in singles[at:])
+            notes.append(f"not tried alone, to leave time to combine what helped: {left}")
             break
         built = compose(code, facts, [change])
         if built is None:
@@ -163,27 +197,31 @@ def _search(code: str, target: str, offered: set[str], room: Callable[[], bool])
                 continue
             if not room():
                 break
+        started = budget.clock()
         measured = read_benchmark((yield _bench(built, f"Trying {change.what} alone.")))
+        longest_s = max(longest_s, budget.clock() - started)
         alone[change.name] = (change, measured)
+        timed_code[_key(built)] = change
         if machine:
             timed_as[machine] = change
         if measured.verdict == "error" and "no GPU here" in measured.why:
             break  # nothing can be timed on this machine
-    helped = sorted(
-        (pair for pair in alone.values() if pair[1].improved), key=lambda p: -p[1].speedup
-    )
+    helped = _helped(alone)
     kept: list[Change] = []
     best = 1.0
-    notes: list[str] = []
     if helped:
         kept, best = [helped[0][0]], helped[0][1].speedup
         for change, _ in helped[1:]:
-            if not room():
-                notes.append(f"{change.what}: not combined (out of time or tool calls)")
-                break
             built = compose(code, facts, [*kept, change])
             if built is None:
                 continue
+            same = timed_code.get(_key(built))
+            if same is not None:  # one change holds the other (restrict on all holds const's)
+                notes.append(f"adding {change.what}: the same code as {same.what} alone")
+                continue
+            if not room():
+                notes.append(f"{change.what}: not combined (out of time or tool calls)")
+                break
             what = " + ".join(c.name for c in [*kept, change])
             measured = read_benchmark((yield _bench(built, f"Combining {what}.")))
             if measured.improved and measured.speedup >= best * MIN_GAIN:
@@ -198,6 +236,31 @@ def _search(code: str, target: str, offered: set[str], room: Callable[[], bool])
         return
     new_code, flags = final
     yield Final(new_code, _explain(kept, alone, notes, best), tuple(flags))
+
+
+def _helped(alone: dict[str, tuple[Change, Measured]]) -> list[tuple[Change, Measured]]:
+    """The changes that improved alone, best first."""
+    return sorted((p for p in alone.values() if p[1].improved), key=lambda p: -p[1].speedup)
+
+
+def _combinable(
+    code: str,
+    facts: Facts,
+    alone: dict[str, tuple[Change, Measured]],
+    timed_code: dict[Built, Change],
+) -> bool:
+    """Whether the best change that helped composes with another that helped into code not
+    timed yet."""
+    helped = _helped(alone)
+    for change, _ in helped[1:]:
+        built = compose(code, facts, [helped[0][0], change])
+        if built is not None and _key(built) not in timed_code:
+            return True
+    return False
+
+
+def _key(built: tuple[str, list[str]]) -> Built:
+    return built[0], tuple(built[1])
 
 
 def _host_side(change: Change) -> bool:
