@@ -16,6 +16,7 @@ FIRST = (
     "warp_rows",
     "tile_matmul",
     "shared_atomics",
+    "stage_table",
     "warp_shuffle_tail",
     "warp_shuffle_scan",
     "block_warp_wide",

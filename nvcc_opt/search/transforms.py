@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 
-from nvcc_opt.search import fusion, privatize, shuffle, structure, tiling
+from nvcc_opt.search import fusion, privatize, shuffle, staging, structure, tiling
 from nvcc_opt.search.cuda import (
     LDG_TYPES,
     Edit,
@@ -380,6 +380,12 @@ TRANSFORMS: tuple[Transform, ...] = (
         " values; 3 barriers in all instead of 2 per step)",
         shuffle.warp_shuffle_scan,
         group="block",
+    ),
+    Transform(
+        "stage_table",
+        "the rows of a small read-only table each lane reads staged per block in shared memory"
+        " (the same values; one or two wavefronts per load instead of one line per lane)",
+        staging.stage_table,
     ),
     Transform(
         "tile_matmul",

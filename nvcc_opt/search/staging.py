@@ -1,0 +1,509 @@
+"""A small read-only table whose row differs from lane to lane, staged per block in shared memory.
+
+In `phi[i] = sum over d < C of T[m * C + d] * psi[...]` with `m = i % R`, the lanes of a warp
+read up to 32 different rows of T at once: each load touches that many 128-byte lines, of which
+it uses 8 bytes each. Staged in shared memory with rows of C + 1 elements (so that rows start on
+different banks), the same loads cost one or two shared-memory wavefronts.
+
+It applies to a kernel shaped `T i = <global x index>; if (i >= n) return; ...` (or `if (i < n)
+{ ... }`) where every use of a read-only pointer parameter P of an arithmetic element type (one
+no launch aliases) is a read `P[ROW * C + d]`, as a value, evaluated on every iteration of a
+top-level `for (int d = 0; d < C; ++d)` (no break, continue, return or goto in it), ROW being
+`m` declared once as `U m = e % R;` (U an integer type) or that expression itself, e naming
+nothing but i and R's names, and R and C compile-time constants (literals or names the kernel
+neither declares nor takes). i, m and d are declared once each and used only as values (never
+assigned, passed to a function, bound to a reference or under `&`). No thread leaves between
+the guard and the loop, so each thread that passes the guard reads exactly row m, columns 0 to
+C - 1: before the guard, every thread of the block marks the row its own i gives (when it passes
+the guard), and the block copies only the marked rows, each element through the kernel's own
+index expression. It reads no element of P the original did not, and each read then gives the
+value the original read there. A row outside [0, R) (a negative i) reads P as before.
+
+Refused outright, as each can hide a change of the names the proof rests on: kernels with
+barriers or shared memory of their own, `asm`, `__trap`, `assert`, references, enumerators,
+labels, lambdas, directives other than `#pragma unroll`, calls of upper-case names, names the
+region `#define`s; files with an `extern __shared__` array or a `#define` that returns; kernels
+a launch in the region gives dynamic shared memory. A review's inputs for each are in
+`tests/fixtures/unsafe_staging/`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import tree_sitter
+
+from nvcc_opt.search.cuda import (
+    Edit,
+    Kernel,
+    PointerParam,
+    Source,
+    declared_name,
+    edited,
+    extern_shared,
+    fresh_name,
+    identifiers,
+    indentation,
+    launch_calls,
+    modified,
+    squeeze,
+    walk,
+)
+from nvcc_opt.search.privatize import FLAT_THREAD, MACRO_RETURN, THREADS
+from nvcc_opt.search.structure import global_index_name, guarded_rest, unit_loop
+
+if TYPE_CHECKING:
+    from nvcc_opt.search.transforms import Facts
+
+BUILTINS = {"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"}
+# What an expression evaluated twice (the guard, a row) may hold: no calls, no side effects.
+PURE = {
+    "identifier", "number_literal", "binary_expression", "parenthesized_expression",
+    "cast_expression", "type_descriptor", "primitive_type", "sized_type_specifier",
+    "type_identifier", "field_expression", "field_identifier",
+}  # fmt: skip
+# Where a name or a read may stand: as a value only (never assigned, bound to a reference,
+# passed to a function that could take it by reference, or under `&`).
+VALUE = {
+    "binary_expression", "parenthesized_expression", "cast_expression", "subscript_argument_list",
+    "condition_clause", "unary_expression",
+}  # fmt: skip
+# The nodes between a read and its loop's body through which the read runs on every iteration.
+ALWAYS = {
+    "expression_statement", "compound_statement", "assignment_expression", "init_declarator",
+    "declaration", "parenthesized_expression", "cast_expression", "unary_expression",
+    "binary_expression", "subscript_argument_list", "subscript_expression",
+}  # fmt: skip
+LEAVES = {"return_statement", "goto_statement", "break_statement", "continue_statement"}
+# A kernel holding any of these is left alone: each can hide a change of the names the proof
+# rests on (references, enumerators, labels, lambdas, directives inside the kernel).
+REFUSED = {
+    "reference_declarator", "enum_specifier", "labeled_statement", "goto_statement",
+    "lambda_expression", "preproc_def", "preproc_function_def", "preproc_call", "preproc_if",
+    "preproc_ifdef",
+}  # fmt: skip
+REFUSED_WORDS = re.compile(r"\b(__shared__|__syncthreads|__syncwarp|asm|__trap|assert)\b")
+INTEGER_TYPE = re.compile(
+    r"^(const )?((unsigned|signed) )?(int|long|long long|short|unsigned|size_t|u?int(32|64)_t)$"
+)
+ELEMENT = re.compile(r"^(float|double|int|unsigned|unsigned int|long|long long|short)$")
+
+
+@dataclass(frozen=True)
+class Table:
+    """One pointer parameter's reads, all `P[ROW * C + d]` with the same ROW, R and C."""
+
+    pointer: PointerParam
+    reads: list[tree_sitter.Node]  # the subscript expressions
+    loops: dict[int, str]  # each read's start byte: its loop's variable
+    row: str  # ROW as written at the reads
+    value: str  # the row's value computed from i alone: `(U)(e % R)`
+    rows: str  # R
+    columns: str  # C
+    source_index: str  # the first read's index with ROW and d as nvcc_opt_r and nvcc_opt_c
+
+
+def stage_table(code: str, facts: Facts) -> str | None:
+    source = Source(code)
+    if extern_shared(source) or MACRO_RETURN.search(source.data.decode("utf-8", "replace")):
+        return None
+    macros = _macros(source)
+    dynamic = _dynamic_shared(source)
+    edits: list[Edit] = []
+    used = identifiers(source, source.root)
+    for kernel in source.kernels():
+        if kernel.name not in facts.no_alias or kernel.name in dynamic:
+            continue
+        if identifiers(source, kernel.body) & macros:
+            continue
+        found = _table(source, kernel)
+        if found is not None:
+            guard, valid, table = found
+            edits += _edits(source, guard, valid, table, used)
+    return edited(code, source, edits)
+
+
+def _macros(source: Source) -> set[str]:
+    """The names the region `#define`s."""
+    names = set()
+    for node in walk(source.root):
+        if node.type in ("preproc_def", "preproc_function_def"):
+            name = node.child_by_field_name("name")
+            if name is not None:
+                names.add(source.text(name))
+    return names
+
+
+def _dynamic_shared(source: Source) -> set[str]:
+    """Kernels a launch in the region gives dynamic shared memory (a third `<<<>>>` value):
+    static shared memory added to them could push a launch past the limit."""
+    return {kernel for kernel, config in launch_calls(source) if len(config) > 2}
+
+
+def _table(source: Source, kernel: Kernel) -> tuple[tree_sitter.Node, str, Table] | None:
+    """(the guard statement, the condition a thread passes it by, the table) or None."""
+    if REFUSED_WORDS.search(source.text(kernel.body)):
+        return None
+    if any(
+        (n.type in REFUSED and not _unroll_pragma(source, n)) or _calls_macro(source, n)
+        for n in walk(kernel.body)
+    ):
+        return None
+    body = [c for c in kernel.body.named_children if c.type != "comment"]
+    index = global_index_name(source, body[0]) if body else None
+    rest = None if index is None else guarded_rest(source, body, index)
+    if index is None or rest is None or index in kernel.params:
+        return None
+    _, inner = rest
+    guard = body[1]
+    condition = guard.child_by_field_name("condition")
+    test = None if condition is None else condition.child_by_field_name("value")
+    if test is None or not _pure(test):
+        return None
+    wraps = source_text(test.child_by_field_name("operator")) == "<"  # else `>=`: a return
+    valid = f"({source.text(test)})" if wraps else f"!({source.text(test)})"
+    if len(_declarations(source, kernel.body, index)) != 1 or not _value_only(
+        source, kernel.body, index
+    ):
+        return None
+    if any(n.type == "return_statement" for s in inner for n in walk(s)):
+        return None
+    local = modified(source, kernel.body) | set(kernel.params)
+    for pointer in kernel.pointers:
+        if not pointer.read_only or not ELEMENT.match(pointer.element):
+            continue
+        if _declarations(source, kernel.body, pointer.name):
+            continue
+        table = _reads(source, kernel, pointer, inner, index, local)
+        if table is not None:
+            return guard, valid, table
+    return None
+
+
+def _reads(
+    source: Source,
+    kernel: Kernel,
+    pointer: PointerParam,
+    inner: list[tree_sitter.Node],
+    index: str,
+    local: set[str],
+) -> Table | None:
+    uses = [
+        n for n in walk(kernel.body) if n.type == "identifier" and source.text(n) == pointer.name
+    ]
+    reads, loops = [], {}
+    shapes: set[tuple[str, str]] = set()
+    first: tuple[tree_sitter.Node, tree_sitter.Node, tree_sitter.Node, str] | None = None
+    for use in uses:
+        subscript = use.parent
+        if (
+            subscript is None
+            or subscript.type != "subscript_expression"
+            or subscript.child_by_field_name("argument") != use
+            or subscript not in pointer.reads
+            or not _as_value(subscript)
+        ):
+            return None
+        loop = _loop_of(subscript, inner)
+        header = None if loop is None else _full_loop(source, kernel, loop)
+        if loop is None or header is None:
+            return None
+        variable, bound = header
+        shape = _shape(source, subscript, variable, squeeze(bound))
+        if shape is None:
+            return None
+        shapes.add((squeeze(source.text(shape[0])), squeeze(bound)))
+        if first is None:
+            first = (subscript, *shape, bound)
+        reads.append(subscript)
+        loops[subscript.start_byte] = variable
+    if len(shapes) != 1 or first is None:
+        return None
+    subscript, row_node, column, columns = first
+    if not _constant(columns, local):
+        return None
+    row = source.text(_bare(row_node))
+    found = _row_value(source, kernel, inner, row, index, local)
+    if found is None:
+        return None
+    value, rows = found
+    copied = _copied_index(source, subscript, row_node, column)
+    return Table(pointer, reads, loops, row, value, rows, columns, copied)
+
+
+def _copied_index(
+    source: Source, read: tree_sitter.Node, row: tree_sitter.Node, column: tree_sitter.Node
+) -> str:
+    """The read's index as written, its row and column replaced by the copy's counters: the
+    copy reads P through the same expression as the kernel does, whatever its names expand to."""
+    indices = read.child_by_field_name("indices")
+    assert indices is not None
+    index = indices.named_children[0]
+    data = source.data
+    parts = sorted([(row, b"(nvcc_opt_r)"), (column, b"nvcc_opt_c")], key=lambda p: p[0].start_byte)
+    out, at = b"", index.start_byte
+    for node, text in parts:
+        out += data[at : node.start_byte] + text
+        at = node.end_byte
+    return (out + data[at : index.end_byte]).decode("utf-8")
+
+
+def _loop_of(read: tree_sitter.Node, inner: list[tree_sitter.Node]) -> tree_sitter.Node | None:
+    """The top-level `for` of the guarded statements whose every iteration evaluates `read`."""
+    node = read.parent
+    while node is not None:
+        if node.type == "for_statement":
+            return node if node in inner else None
+        if node.type not in ALWAYS:
+            return None
+        if node.type == "binary_expression" and squeeze(
+            source_text(node.child_by_field_name("operator"))
+        ) in ("&&", "||"):
+            return None
+        node = node.parent
+    return None
+
+
+def source_text(node: tree_sitter.Node | None) -> str:
+    return "" if node is None or node.text is None else node.text.decode("utf-8", "replace")
+
+
+def _full_loop(source: Source, kernel: Kernel, loop: tree_sitter.Node) -> tuple[str, str] | None:
+    """(d, C as written) for `for (int d = 0; d < C; ++d)` whose body neither leaves nor
+    touches d other than as a value, d declared nowhere else."""
+    variable = unit_loop(source, loop)
+    init = loop.child_by_field_name("initializer")
+    condition = loop.child_by_field_name("condition")
+    body = loop.child_by_field_name("body")
+    if variable is None or init is None or condition is None or body is None:
+        return None
+    declarator = init.child_by_field_name("declarator")
+    start = None if declarator is None else declarator.child_by_field_name("value")
+    operator = condition.child_by_field_name("operator")
+    bound = condition.child_by_field_name("right")
+    if start is None or source.text(start) != "0" or operator is None or bound is None:
+        return None
+    if source.text(operator) != "<" or not _pure(bound):
+        return None
+    if len(_declarations(source, kernel.body, variable)) != 1:
+        return None
+    if not _value_only(source, body, variable) or any(n.type in LEAVES for n in walk(body)):
+        return None
+    return variable, source.text(bound)
+
+
+def _shape(
+    source: Source, read: tree_sitter.Node, variable: str, columns: str
+) -> tuple[tree_sitter.Node, tree_sitter.Node] | None:
+    """(ROW, d) for a read `P[ROW * C + d]` (or `d + ROW * C`, `C * ROW`), else None."""
+    indices = read.child_by_field_name("indices")
+    if indices is None or len(indices.named_children) != 1:
+        return None
+    index = _bare(indices.named_children[0])
+    operator = source_text(index.child_by_field_name("operator"))
+    if index.type != "binary_expression" or operator != "+":
+        return None
+    left, right = index.child_by_field_name("left"), index.child_by_field_name("right")
+    if left is None or right is None:
+        return None
+    for product, column in ((left, right), (right, left)):
+        product, column = _bare(product), _bare(column)
+        if source.text(column) != variable or product.type != "binary_expression":
+            continue
+        if source_text(product.child_by_field_name("operator")) != "*":
+            continue
+        a, b = product.child_by_field_name("left"), product.child_by_field_name("right")
+        if a is None or b is None:
+            continue
+        for row, width in ((a, b), (b, a)):
+            if squeeze(source.text(_bare(width))) == columns and _pure(row):
+                return row, column
+    return None
+
+
+def _row_value(
+    source: Source,
+    kernel: Kernel,
+    inner: list[tree_sitter.Node],
+    row: str,
+    index: str,
+    local: set[str],
+) -> tuple[str, str] | None:
+    """(the row's value from i alone, R) when ROW is `m` declared once as `U m = e % R;` at the
+    top of the guarded statements (U an integer type, m used only as a value), or is `e % R`
+    itself; e names nothing but i and R's names."""
+    expression, kind = row, "long long"
+    if row.isidentifier():
+        declarations = _declarations(source, kernel.body, row)
+        if len(declarations) != 1 or declarations[0] not in inner or row in kernel.params:
+            return None
+        if not _value_only(source, kernel.body, row):
+            return None
+        declaration = declarations[0]
+        declarator = declaration.child_by_field_name("declarator")
+        value = None if declarator is None else declarator.child_by_field_name("value")
+        if declarator is None or declarator.type != "init_declarator" or value is None:
+            return None
+        kind = " ".join(
+            source.data[declaration.start_byte : declarator.start_byte].decode().split()
+        )
+        if not INTEGER_TYPE.match(kind) or not _pure(value):
+            return None
+        expression = source.text(value)
+    parsed = Source(f"auto nvcc_opt_row = {expression};")
+    found = [n for n in walk(parsed.root) if n.type == "init_declarator"]
+    value_node = None if not found else found[0].child_by_field_name("value")
+    if value_node is None or not _pure(value_node):
+        return None
+    value_node = _bare(value_node)
+    if (
+        value_node.type != "binary_expression"
+        or squeeze(source_text(value_node.child_by_field_name("operator"))) != "%"
+    ):
+        return None
+    rows_node = value_node.child_by_field_name("right")
+    if rows_node is None:
+        return None
+    rows = parsed.text(rows_node)
+    if not _constant(rows, local) or identifiers(parsed, value_node) - {index} - _names(rows):
+        return None
+    return f"({kind})({expression})", rows
+
+
+def _declarations(source: Source, body: tree_sitter.Node, name: str) -> list[tree_sitter.Node]:
+    """Every declaration of `name` under `body` (for-loop initializers and parameters of
+    nested functions included)."""
+    found = []
+    for node in walk(body):
+        if node.type in ("declaration", "parameter_declaration"):
+            for part in [node, *node.named_children]:
+                target = declared_name(part) if part.type != "identifier" else None
+                if target is not None and source.text(target) == name:
+                    found.append(node)
+                    break
+    return found
+
+
+def _value_only(source: Source, body: tree_sitter.Node, name: str) -> bool:
+    """Whether every use of `name` under `body` is as a value: in arithmetic, a comparison, a
+    cast, an index or a declaration's initial value; never assigned, updated (a for loop's own
+    `++d` aside), passed to a function, bound to a reference or under `&`."""
+    for node in walk(body):
+        if node.type != "identifier" or source.text(node) != name:
+            continue
+        parent = node.parent
+        if parent is None:
+            return False
+        if parent.type == "init_declarator":
+            if parent.child_by_field_name("value") == node:
+                continue
+            if parent.child_by_field_name("declarator") == node:
+                continue  # its declaration
+            return False
+        if parent.type == "update_expression" and parent.parent is not None:
+            loop = parent.parent
+            if loop.type == "for_statement" and loop.child_by_field_name("update") == parent:
+                continue
+            return False
+        if parent.type in VALUE and not (
+            parent.type == "unary_expression" and source.text(parent)[:1] in ("&", "*")
+        ):
+            continue
+        return False
+    return True
+
+
+def _as_value(read: tree_sitter.Node) -> bool:
+    """Whether a read `P[...]` stands as a value (never assigned to, bound, passed or under &)."""
+    node, parent = read, read.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        node, parent = parent, parent.parent
+    if parent is None:
+        return False
+    if parent.type == "assignment_expression":
+        return parent.child_by_field_name("right") == node
+    if parent.type == "init_declarator":
+        return parent.child_by_field_name("value") == node
+    return parent.type in ("binary_expression", "cast_expression")
+
+
+def _constant(text: str, local: set[str]) -> bool:
+    """Whether `text` is a literal or names only what the kernel neither takes nor declares."""
+    names = _names(text)
+    return (
+        bool(text) and not names & (local | BUILTINS) and bool(re.fullmatch(r"[\w()+*\-/ ]+", text))
+    )
+
+
+def _names(text: str) -> set[str]:
+    return {w for w in re.findall(r"[A-Za-z_]\w*", text)}
+
+
+def _pure(node: tree_sitter.Node) -> bool:
+    return all(n.type in PURE or not n.is_named for n in walk(node))
+
+
+def _bare(node: tree_sitter.Node) -> tree_sitter.Node:
+    while node.type == "parenthesized_expression" and node.named_children:
+        node = node.named_children[0]
+    return node
+
+
+def _unroll_pragma(source: Source, node: tree_sitter.Node) -> bool:
+    """`#pragma unroll [N]` (or `nounroll`), which changes no name."""
+    return node.type == "preproc_call" and bool(
+        re.fullmatch(r"#\s*pragma\s+(no)?unroll(\s+\w+)?", source.text(node).strip())
+    )
+
+
+def _calls_macro(source: Source, node: tree_sitter.Node) -> bool:
+    """A call of an upper-case name: a macro that may hide a `return`."""
+    if node.type != "call_expression":
+        return False
+    function = node.child_by_field_name("function")
+    name = "" if function is None else source.text(function)
+    return name.isupper() and name.isidentifier()
+
+
+def _edits(
+    source: Source, guard: tree_sitter.Node, valid: str, table: Table, used: set[str]
+) -> list[Edit]:
+    name, kind = table.pointer.name, table.pointer.element
+    staged = fresh_name(f"nvcc_opt_{name}", used)
+    marks = fresh_name(f"nvcc_opt_{name}_rows", used)
+    used |= {staged, marks}
+    rows, columns = f"({table.rows})", f"({table.columns})"
+    pad = indentation(source, guard).decode()
+    each = "for (int nvcc_opt_k = {0}; nvcc_opt_k < {1}; nvcc_opt_k += {2})"
+    lines = [
+        f"// {name}: the rows this block's threads read, staged in shared memory (rows of",
+        "// C + 1 elements start on different banks); a row outside [0, R) reads as before",
+        f"__shared__ {kind} {staged}[{rows} * ({columns} + 1)];",
+        f"__shared__ int {marks}[{rows}];",
+        each.format(FLAT_THREAD, rows, THREADS) + f" {marks}[nvcc_opt_k] = 0;",
+        "__syncthreads();",
+        f"if ({valid}) {{",
+        f"  const long long nvcc_opt_r = (long long){table.value};",
+        f"  if (nvcc_opt_r >= 0 && nvcc_opt_r < {rows}) atomicOr(&{marks}[nvcc_opt_r], 1);",
+        "}",
+        "__syncthreads();",
+        each.format(FLAT_THREAD, f"{rows} * {columns}", THREADS) + " {",
+        f"  const int nvcc_opt_r = nvcc_opt_k / {columns}, nvcc_opt_c = nvcc_opt_k % {columns};",
+        f"  if ({marks}[nvcc_opt_r])",
+        f"    {staged}[nvcc_opt_r * ({columns} + 1) + nvcc_opt_c] = {name}[{table.source_index}];",
+        "}",
+        "__syncthreads();",
+    ]
+    text = "\n".join(lines[:1] + [pad + line for line in lines[1:]]) + "\n" + pad
+    edits = [Edit(guard.start_byte, guard.start_byte, text.encode())]
+    row = f"({table.row})"
+    for read in table.reads:
+        column = table.loops[read.start_byte]
+        replacement = (
+            f"({row} >= 0 && {row} < {rows} ? {staged}[{row} * ({columns} + 1) + {column}]"
+            f" : {source.text(read)})"
+        )
+        edits.append(Edit(read.start_byte, read.end_byte, replacement.encode()))
+    return edits
