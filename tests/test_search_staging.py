@@ -177,10 +177,13 @@ UNSAFE = Path(__file__).resolve().parent / "fixtures" / "unsafe_staging"
 
 @pytest.mark.parametrize("path", sorted(UNSAFE.glob("*.cu")), ids=lambda p: p.name)
 def test_no_table_is_staged_where_a_review_found_it_would_change_what_is_read(path: Path) -> None:
-    """A review's inputs (one program each): the index, row or column changed through a
-    reference, a call or `&`; names shadowed by references, enumerators or inner declarations;
-    macros that redefine the bounds or hide a jump; a read bound to a reference; a row from
-    state that changes; dynamic shared memory at the launch; element types that may be const."""
+    """Two reviews' inputs (one program each): the index, row or column changed through a
+    reference, a call, `&`, parentheses or another loop's update; names shadowed by references,
+    enumerators, inner declarations, `using`, typedefs or structured bindings; macros that
+    redefine the bounds or hide a jump; a read bound to a reference (also by an overloaded
+    operator, a class cast or `decltype(auto)`); a row from state that changes, or declared with
+    another or after the loop; a call that may leave the thread; dynamic shared memory at the
+    launch; element types that may be const; a volatile table."""
     code = path.read_text()
     kernels = Source(code).kernels()
     facts = Facts(no_alias=frozenset(k.name for k in kernels))

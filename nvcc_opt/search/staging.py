@@ -21,10 +21,15 @@ value the original read there. A row outside [0, R) (a negative i) reads P as be
 
 Refused outright, as each can hide a change of the names the proof rests on: kernels with
 barriers or shared memory of their own, `asm`, `__trap`, `assert`, references, enumerators,
-labels, lambdas, directives other than `#pragma unroll`, calls of upper-case names, names the
-region `#define`s; files with an `extern __shared__` array or a `#define` that returns; kernels
-a launch in the region gives dynamic shared memory. A review's inputs for each are in
-`tests/fixtures/unsafe_staging/`.
+labels, lambdas, `using`, typedefs, structured bindings, `auto`, `decltype`, `constexpr` or
+`static` locals, volatile parameters, casts to anything but an arithmetic type, directives
+other than `#pragma unroll`, calls of upper-case names, names the region `#define`s, and calls
+other than math functions after the guard (one could leave the thread); files with an
+`extern __shared__` array, an overloaded operator or a `#define` that returns; kernels a launch
+in the region gives dynamic shared memory. Two reviews' inputs are in
+`tests/fixtures/unsafe_staging/`. Not seen: a macro from a header the region does not hold that
+gives R or C another meaning inside the kernel; benchmark_code's checks remain the net there. R
+or C that is not a positive constant fails to compile, which benchmark_code reports.
 """
 
 from __future__ import annotations
@@ -82,12 +87,26 @@ LEAVES = {"return_statement", "goto_statement", "break_statement", "continue_sta
 REFUSED = {
     "reference_declarator", "enum_specifier", "labeled_statement", "goto_statement",
     "lambda_expression", "preproc_def", "preproc_function_def", "preproc_call", "preproc_if",
-    "preproc_ifdef",
+    "preproc_ifdef", "using_declaration", "alias_declaration", "namespace_alias_definition",
+    "structured_binding_declarator", "type_definition", "decltype", "placeholder_type_specifier",
+    "storage_class_specifier", "abstract_reference_declarator",
 }  # fmt: skip
-REFUSED_WORDS = re.compile(r"\b(__shared__|__syncthreads|__syncwarp|asm|__trap|assert)\b")
+# What the guarded statements may call: math that cannot leave the thread or touch memory.
+MATH = re.compile(
+    r"(std::)?(f?(min|max|abs)f?|r?sqrtf?|fmaf?|(exp|exp2|log|log2|log10|sin|cos|tan|pow|floor"
+    r"|ceil|trunc|round|cbrt|hypot|erf)f?)"
+)
+CAST_TYPE = re.compile(
+    r"(const )?((unsigned|signed) )?(int|long|long long|short|char|unsigned|float|double|size_t"
+    r"|u?int(8|16|32|64)_t)"
+)
+REFUSED_WORDS = re.compile(
+    r"\b(__shared__|__syncthreads|__syncwarp|asm|__trap|assert|constexpr|volatile)\b"
+)
 INTEGER_TYPE = re.compile(
     r"^(const )?((unsigned|signed) )?(int|long|long long|short|unsigned|size_t|u?int(32|64)_t)$"
 )
+ROW, COLUMN = b"\x00row\x00", b"\x00column\x00"  # replaced by the copy's counters' names
 ELEMENT = re.compile(r"^(float|double|int|unsigned|unsigned int|long|long long|short)$")
 
 
@@ -102,13 +121,15 @@ class Table:
     value: str  # the row's value computed from i alone: `(U)(e % R)`
     rows: str  # R
     columns: str  # C
-    source_index: str  # the first read's index with ROW and d as nvcc_opt_r and nvcc_opt_c
+    source_index: str  # the first read's index, ROW and d as the placeholders ROW and COLUMN
 
 
 def stage_table(code: str, facts: Facts) -> str | None:
     source = Source(code)
     if extern_shared(source) or MACRO_RETURN.search(source.data.decode("utf-8", "replace")):
         return None
+    if any(n.type == "operator_name" for n in walk(source.root)):
+        return None  # an overloaded operator can bind a read or a name to a reference
     macros = _macros(source)
     dynamic = _dynamic_shared(source)
     edits: list[Edit] = []
@@ -144,7 +165,7 @@ def _dynamic_shared(source: Source) -> set[str]:
 
 def _table(source: Source, kernel: Kernel) -> tuple[tree_sitter.Node, str, Table] | None:
     """(the guard statement, the condition a thread passes it by, the table) or None."""
-    if REFUSED_WORDS.search(source.text(kernel.body)):
+    if REFUSED_WORDS.search(source.text(kernel.body)) or _volatile(source, kernel):
         return None
     if any(
         (n.type in REFUSED and not _unroll_pragma(source, n)) or _calls_macro(source, n)
@@ -170,6 +191,11 @@ def _table(source: Source, kernel: Kernel) -> tuple[tree_sitter.Node, str, Table
         return None
     if any(n.type == "return_statement" for s in inner for n in walk(s)):
         return None
+    calls = [n for s in inner for n in walk(s) if n.type == "call_expression"]
+    if not all(_math_call(source, n) for n in calls):
+        return None  # a function could leave the thread (`asm("exit;")`) before the loop
+    if not all(_plain_cast(source, n) for n in walk(kernel.body) if n.type == "cast_expression"):
+        return None
     local = modified(source, kernel.body) | set(kernel.params)
     for pointer in kernel.pointers:
         if not pointer.read_only or not ELEMENT.match(pointer.element):
@@ -194,6 +220,7 @@ def _reads(
         n for n in walk(kernel.body) if n.type == "identifier" and source.text(n) == pointer.name
     ]
     reads, loops = [], {}
+    loop_nodes: list[tree_sitter.Node] = []
     shapes: set[tuple[str, str]] = set()
     first: tuple[tree_sitter.Node, tree_sitter.Node, tree_sitter.Node, str] | None = None
     for use in uses:
@@ -219,13 +246,14 @@ def _reads(
             first = (subscript, *shape, bound)
         reads.append(subscript)
         loops[subscript.start_byte] = variable
+        loop_nodes.append(loop)
     if len(shapes) != 1 or first is None:
         return None
     subscript, row_node, column, columns = first
     if not _constant(columns, local):
         return None
     row = source.text(_bare(row_node))
-    found = _row_value(source, kernel, inner, row, index, local)
+    found = _row_value(source, kernel, inner, loop_nodes, row, index, local)
     if found is None:
         return None
     value, rows = found
@@ -242,7 +270,7 @@ def _copied_index(
     assert indices is not None
     index = indices.named_children[0]
     data = source.data
-    parts = sorted([(row, b"(nvcc_opt_r)"), (column, b"nvcc_opt_c")], key=lambda p: p[0].start_byte)
+    parts = sorted([(row, b"(" + ROW + b")"), (column, COLUMN)], key=lambda p: p[0].start_byte)
     out, at = b"", index.start_byte
     for node, text in parts:
         out += data[at : node.start_byte] + text
@@ -327,6 +355,7 @@ def _row_value(
     source: Source,
     kernel: Kernel,
     inner: list[tree_sitter.Node],
+    loops: list[tree_sitter.Node],
     row: str,
     index: str,
     local: set[str],
@@ -342,6 +371,10 @@ def _row_value(
         if not _value_only(source, kernel.body, row):
             return None
         declaration = declarations[0]
+        if len(declaration.children_by_field_name("declarator")) != 1:
+            return None  # `int q = ..., m = ...`
+        if any(inner.index(declaration) > inner.index(loop) for loop in loops):
+            return None  # the loop would read another m
         declarator = declaration.child_by_field_name("declarator")
         value = None if declarator is None else declarator.child_by_field_name("value")
         if declarator is None or declarator.type != "init_declarator" or value is None:
@@ -388,23 +421,31 @@ def _declarations(source: Source, body: tree_sitter.Node, name: str) -> list[tre
 
 def _value_only(source: Source, body: tree_sitter.Node, name: str) -> bool:
     """Whether every use of `name` under `body` is as a value: in arithmetic, a comparison, a
-    cast, an index or a declaration's initial value; never assigned, updated (a for loop's own
-    `++d` aside), passed to a function, bound to a reference or under `&`."""
+    cast, an index or a declaration's initial value (through any parentheses); never assigned,
+    updated (the `++d` of the for loop that declares d aside), passed to a function, bound to a
+    reference or under `&`."""
     for node in walk(body):
         if node.type != "identifier" or source.text(node) != name:
             continue
         parent = node.parent
+        if parent is not None and parent.child_by_field_name("declarator") == node:
+            continue  # its declaration
+        while parent is not None and parent.type == "parenthesized_expression":
+            node, parent = parent, parent.parent
         if parent is None:
             return False
         if parent.type == "init_declarator":
             if parent.child_by_field_name("value") == node:
                 continue
-            if parent.child_by_field_name("declarator") == node:
-                continue  # its declaration
             return False
-        if parent.type == "update_expression" and parent.parent is not None:
+        if parent.type == "update_expression":
             loop = parent.parent
-            if loop.type == "for_statement" and loop.child_by_field_name("update") == parent:
+            if (
+                loop is not None
+                and loop.type == "for_statement"
+                and loop.child_by_field_name("update") == parent
+                and _declares_loop_variable(source, loop, name)
+            ):
                 continue
             return False
         if parent.type in VALUE and not (
@@ -413,6 +454,29 @@ def _value_only(source: Source, body: tree_sitter.Node, name: str) -> bool:
             continue
         return False
     return True
+
+
+def _declares_loop_variable(source: Source, loop: tree_sitter.Node, name: str) -> bool:
+    init = loop.child_by_field_name("initializer")
+    target = None if init is None else declared_name(init)
+    return target is not None and source.text(target) == name
+
+
+def _volatile(source: Source, kernel: Kernel) -> bool:
+    """Whether a parameter is volatile: its reads cannot be made once per block."""
+    parameters = kernel.node.child_by_field_name("declarator")
+    return parameters is not None and "volatile" in source.text(parameters).split()
+
+
+def _math_call(source: Source, call: tree_sitter.Node) -> bool:
+    function = call.child_by_field_name("function")
+    return function is not None and bool(MATH.fullmatch(source.text(function)))
+
+
+def _plain_cast(source: Source, cast: tree_sitter.Node) -> bool:
+    """A cast to an arithmetic type (never to a reference or a class, which could bind)."""
+    kind = cast.child_by_field_name("type")
+    return kind is not None and bool(CAST_TYPE.fullmatch(" ".join(source.text(kind).split())))
 
 
 def _as_value(read: tree_sitter.Node) -> bool:
@@ -476,23 +540,25 @@ def _edits(
     used |= {staged, marks}
     rows, columns = f"({table.rows})", f"({table.columns})"
     pad = indentation(source, guard).decode()
-    each = "for (int nvcc_opt_k = {0}; nvcc_opt_k < {1}; nvcc_opt_k += {2})"
+    k, r, c = (fresh_name(f"nvcc_opt_{stem}", used) for stem in ("k", "r", "c"))
+    used |= {k, r, c}
+    index = table.source_index.replace(ROW.decode(), r).replace(COLUMN.decode(), c)
+    each = f"for (int {k} = {{0}}; {k} < {{1}}; {k} += {{2}})"
     lines = [
         f"// {name}: the rows this block's threads read, staged in shared memory (rows of",
         "// C + 1 elements start on different banks); a row outside [0, R) reads as before",
         f"__shared__ {kind} {staged}[{rows} * ({columns} + 1)];",
         f"__shared__ int {marks}[{rows}];",
-        each.format(FLAT_THREAD, rows, THREADS) + f" {marks}[nvcc_opt_k] = 0;",
+        each.format(FLAT_THREAD, rows, THREADS) + f" {marks}[{k}] = 0;",
         "__syncthreads();",
         f"if ({valid}) {{",
-        f"  const long long nvcc_opt_r = (long long){table.value};",
-        f"  if (nvcc_opt_r >= 0 && nvcc_opt_r < {rows}) atomicOr(&{marks}[nvcc_opt_r], 1);",
+        f"  const long long {r} = (long long){table.value};",
+        f"  if ({r} >= 0 && {r} < {rows}) atomicOr(&{marks}[{r}], 1);",
         "}",
         "__syncthreads();",
         each.format(FLAT_THREAD, f"{rows} * {columns}", THREADS) + " {",
-        f"  const int nvcc_opt_r = nvcc_opt_k / {columns}, nvcc_opt_c = nvcc_opt_k % {columns};",
-        f"  if ({marks}[nvcc_opt_r])",
-        f"    {staged}[nvcc_opt_r * ({columns} + 1) + nvcc_opt_c] = {name}[{table.source_index}];",
+        f"  const int {r} = {k} / {columns}, {c} = {k} % {columns};",
+        f"  if ({marks}[{r}]) {staged}[{r} * ({columns} + 1) + {c}] = {name}[{index}];",
         "}",
         "__syncthreads();",
     ]
