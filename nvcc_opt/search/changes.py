@@ -17,6 +17,7 @@ FIRST = (
     "tile_matmul",
     "shared_atomics",
     "stage_table",
+    "preload_run",
     "warp_shuffle_tail",
     "warp_shuffle_scan",
     "block_warp_wide",

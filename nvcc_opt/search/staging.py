@@ -130,14 +130,14 @@ def stage_table(code: str, facts: Facts) -> str | None:
         return None
     if any(n.type == "operator_name" for n in walk(source.root)):
         return None  # an overloaded operator can bind a read or a name to a reference
-    macros = _macros(source)
+    defined = defined_macros(source)
     dynamic = _dynamic_shared(source)
     edits: list[Edit] = []
     used = identifiers(source, source.root)
     for kernel in source.kernels():
         if kernel.name not in facts.no_alias or kernel.name in dynamic:
             continue
-        if identifiers(source, kernel.body) & macros:
+        if identifiers(source, kernel.body) & defined:
             continue
         found = _table(source, kernel)
         if found is not None:
@@ -146,7 +146,22 @@ def stage_table(code: str, facts: Facts) -> str | None:
     return edited(code, source, edits)
 
 
-def _macros(source: Source) -> set[str]:
+def plain_kernel(source: Source, kernel: Kernel) -> bool:
+    """Whether the kernel holds nothing that could change the names a proof here rests on
+    behind its back (the refusals in the module's docstring)."""
+    if REFUSED_WORDS.search(source.text(kernel.body)) or _volatile(source, kernel):
+        return False
+    for node in walk(kernel.body):
+        if node.type in REFUSED and not _unroll_pragma(source, node):
+            return False
+        if _calls_macro(source, node):
+            return False
+        if node.type == "cast_expression" and not _plain_cast(source, node):
+            return False
+    return True
+
+
+def defined_macros(source: Source) -> set[str]:
     """The names the region `#define`s."""
     names = set()
     for node in walk(source.root):
@@ -165,12 +180,7 @@ def _dynamic_shared(source: Source) -> set[str]:
 
 def _table(source: Source, kernel: Kernel) -> tuple[tree_sitter.Node, str, Table] | None:
     """(the guard statement, the condition a thread passes it by, the table) or None."""
-    if REFUSED_WORDS.search(source.text(kernel.body)) or _volatile(source, kernel):
-        return None
-    if any(
-        (n.type in REFUSED and not _unroll_pragma(source, n)) or _calls_macro(source, n)
-        for n in walk(kernel.body)
-    ):
+    if not plain_kernel(source, kernel):
         return None
     body = [c for c in kernel.body.named_children if c.type != "comment"]
     index = global_index_name(source, body[0]) if body else None
@@ -185,22 +195,20 @@ def _table(source: Source, kernel: Kernel) -> tuple[tree_sitter.Node, str, Table
         return None
     wraps = source_text(test.child_by_field_name("operator")) == "<"  # else `>=`: a return
     valid = f"({source.text(test)})" if wraps else f"!({source.text(test)})"
-    if len(_declarations(source, kernel.body, index)) != 1 or not _value_only(
+    if len(declarations(source, kernel.body, index)) != 1 or not _value_only(
         source, kernel.body, index
     ):
         return None
     if any(n.type == "return_statement" for s in inner for n in walk(s)):
         return None
     calls = [n for s in inner for n in walk(s) if n.type == "call_expression"]
-    if not all(_math_call(source, n) for n in calls):
+    if not all(math_call(source, n) for n in calls):
         return None  # a function could leave the thread (`asm("exit;")`) before the loop
-    if not all(_plain_cast(source, n) for n in walk(kernel.body) if n.type == "cast_expression"):
-        return None
     local = modified(source, kernel.body) | set(kernel.params)
     for pointer in kernel.pointers:
         if not pointer.read_only or not ELEMENT.match(pointer.element):
             continue
-        if _declarations(source, kernel.body, pointer.name):
+        if declarations(source, kernel.body, pointer.name):
             continue
         table = _reads(source, kernel, pointer, inner, index, local)
         if table is not None:
@@ -230,11 +238,11 @@ def _reads(
             or subscript.type != "subscript_expression"
             or subscript.child_by_field_name("argument") != use
             or subscript not in pointer.reads
-            or not _as_value(subscript)
+            or not as_value(subscript)
         ):
             return None
         loop = _loop_of(subscript, inner)
-        header = None if loop is None else _full_loop(source, kernel, loop)
+        header = None if loop is None else full_loop(source, kernel, loop)
         if loop is None or header is None:
             return None
         variable, bound = header
@@ -250,9 +258,9 @@ def _reads(
     if len(shapes) != 1 or first is None:
         return None
     subscript, row_node, column, columns = first
-    if not _constant(columns, local):
+    if not compile_time(columns, local):
         return None
-    row = source.text(_bare(row_node))
+    row = source.text(bare(row_node))
     found = _row_value(source, kernel, inner, loop_nodes, row, index, local)
     if found is None:
         return None
@@ -298,7 +306,7 @@ def source_text(node: tree_sitter.Node | None) -> str:
     return "" if node is None or node.text is None else node.text.decode("utf-8", "replace")
 
 
-def _full_loop(source: Source, kernel: Kernel, loop: tree_sitter.Node) -> tuple[str, str] | None:
+def full_loop(source: Source, kernel: Kernel, loop: tree_sitter.Node) -> tuple[str, str] | None:
     """(d, C as written) for `for (int d = 0; d < C; ++d)` whose body neither leaves nor
     touches d other than as a value, d declared nowhere else."""
     variable = unit_loop(source, loop)
@@ -315,7 +323,7 @@ def _full_loop(source: Source, kernel: Kernel, loop: tree_sitter.Node) -> tuple[
         return None
     if source.text(operator) != "<" or not _pure(bound):
         return None
-    if len(_declarations(source, kernel.body, variable)) != 1:
+    if len(declarations(source, kernel.body, variable)) != 1:
         return None
     if not _value_only(source, body, variable) or any(n.type in LEAVES for n in walk(body)):
         return None
@@ -329,7 +337,7 @@ def _shape(
     indices = read.child_by_field_name("indices")
     if indices is None or len(indices.named_children) != 1:
         return None
-    index = _bare(indices.named_children[0])
+    index = bare(indices.named_children[0])
     operator = source_text(index.child_by_field_name("operator"))
     if index.type != "binary_expression" or operator != "+":
         return None
@@ -337,7 +345,7 @@ def _shape(
     if left is None or right is None:
         return None
     for product, column in ((left, right), (right, left)):
-        product, column = _bare(product), _bare(column)
+        product, column = bare(product), bare(column)
         if source.text(column) != variable or product.type != "binary_expression":
             continue
         if source_text(product.child_by_field_name("operator")) != "*":
@@ -346,7 +354,7 @@ def _shape(
         if a is None or b is None:
             continue
         for row, width in ((a, b), (b, a)):
-            if squeeze(source.text(_bare(width))) == columns and _pure(row):
+            if squeeze(source.text(bare(width))) == columns and _pure(row):
                 return row, column
     return None
 
@@ -365,12 +373,12 @@ def _row_value(
     itself; e names nothing but i and R's names."""
     expression, kind = row, "long long"
     if row.isidentifier():
-        declarations = _declarations(source, kernel.body, row)
-        if len(declarations) != 1 or declarations[0] not in inner or row in kernel.params:
+        found_at = declarations(source, kernel.body, row)
+        if len(found_at) != 1 or found_at[0] not in inner or row in kernel.params:
             return None
         if not _value_only(source, kernel.body, row):
             return None
-        declaration = declarations[0]
+        declaration = found_at[0]
         if len(declaration.children_by_field_name("declarator")) != 1:
             return None  # `int q = ..., m = ...`
         if any(inner.index(declaration) > inner.index(loop) for loop in loops):
@@ -390,7 +398,7 @@ def _row_value(
     value_node = None if not found else found[0].child_by_field_name("value")
     if value_node is None or not _pure(value_node):
         return None
-    value_node = _bare(value_node)
+    value_node = bare(value_node)
     if (
         value_node.type != "binary_expression"
         or squeeze(source_text(value_node.child_by_field_name("operator"))) != "%"
@@ -400,12 +408,12 @@ def _row_value(
     if rows_node is None:
         return None
     rows = parsed.text(rows_node)
-    if not _constant(rows, local) or identifiers(parsed, value_node) - {index} - _names(rows):
+    if not compile_time(rows, local) or identifiers(parsed, value_node) - {index} - _names(rows):
         return None
     return f"({kind})({expression})", rows
 
 
-def _declarations(source: Source, body: tree_sitter.Node, name: str) -> list[tree_sitter.Node]:
+def declarations(source: Source, body: tree_sitter.Node, name: str) -> list[tree_sitter.Node]:
     """Every declaration of `name` under `body` (for-loop initializers and parameters of
     nested functions included)."""
     found = []
@@ -468,7 +476,7 @@ def _volatile(source: Source, kernel: Kernel) -> bool:
     return parameters is not None and "volatile" in source.text(parameters).split()
 
 
-def _math_call(source: Source, call: tree_sitter.Node) -> bool:
+def math_call(source: Source, call: tree_sitter.Node) -> bool:
     function = call.child_by_field_name("function")
     return function is not None and bool(MATH.fullmatch(source.text(function)))
 
@@ -479,7 +487,7 @@ def _plain_cast(source: Source, cast: tree_sitter.Node) -> bool:
     return kind is not None and bool(CAST_TYPE.fullmatch(" ".join(source.text(kind).split())))
 
 
-def _as_value(read: tree_sitter.Node) -> bool:
+def as_value(read: tree_sitter.Node) -> bool:
     """Whether a read `P[...]` stands as a value (never assigned to, bound, passed or under &)."""
     node, parent = read, read.parent
     while parent is not None and parent.type == "parenthesized_expression":
@@ -493,7 +501,7 @@ def _as_value(read: tree_sitter.Node) -> bool:
     return parent.type in ("binary_expression", "cast_expression")
 
 
-def _constant(text: str, local: set[str]) -> bool:
+def compile_time(text: str, local: set[str]) -> bool:
     """Whether `text` is a literal or names only what the kernel neither takes nor declares."""
     names = _names(text)
     return (
@@ -509,7 +517,7 @@ def _pure(node: tree_sitter.Node) -> bool:
     return all(n.type in PURE or not n.is_named for n in walk(node))
 
 
-def _bare(node: tree_sitter.Node) -> tree_sitter.Node:
+def bare(node: tree_sitter.Node) -> tree_sitter.Node:
     while node.type == "parenthesized_expression" and node.named_children:
         node = node.named_children[0]
     return node

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 
-from nvcc_opt.search import fusion, privatize, shuffle, staging, structure, tiling
+from nvcc_opt.search import fusion, preload, privatize, shuffle, staging, structure, tiling
 from nvcc_opt.search.cuda import (
     LDG_TYPES,
     Edit,
@@ -386,6 +386,12 @@ TRANSFORMS: tuple[Transform, ...] = (
         "the rows of a small read-only table each lane reads staged per block in shared memory"
         " (the same values; one or two wavefronts per load instead of one line per lane)",
         staging.stage_table,
+    ),
+    Transform(
+        "preload_run",
+        "a short read-only run every lane reads alike loaded before its loop, 16 bytes at a time"
+        " where aligned (the same values; a quarter of the loads for floats)",
+        preload.preload_run,
     ),
     Transform(
         "tile_matmul",

@@ -1,0 +1,191 @@
+"""A short read-only run every lane reads alike, loaded before its loop 16 bytes at a time.
+
+In `for (int t = 0; t < K; ++t) sum += coeff[t] * in[i + t];` every thread of a warp reads
+the same `coeff[t]`: K scalar loads per thread, each one load instruction and one L1 wavefront
+for the warp. Read before the loop into a register array, as `float4` (or `double2`) where the
+pointer is 16-byte aligned (checked at run time; else one element at a time as before), the
+same K values cost K/4 (K/2) loads.
+
+It applies where every use of a read-only pointer parameter P (float or double elements; one no
+launch aliases) is a read `P[t]`, as a value, evaluated on every iteration of one loop `for (int
+t = 0; t < K; ++t)` that stands in a block (so the loads go right before it, under the same
+conditions), K a compile-time constant, the loop's body neither leaving it nor calling anything
+but math functions, and t used only as a value. The loop then reads exactly P[0..K), which is
+what the loads before it read (the vector path only where K is a multiple of the vector width);
+each read gives the value the original read. The kernel-wide refusals are staging.py's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import tree_sitter
+
+from nvcc_opt.search.cuda import (
+    Edit,
+    Kernel,
+    PointerParam,
+    Source,
+    edited,
+    fresh_name,
+    identifiers,
+    indentation,
+    modified,
+    preceding_pragma,
+    walk,
+)
+from nvcc_opt.search.staging import (
+    ALWAYS,
+    as_value,
+    bare,
+    compile_time,
+    declarations,
+    defined_macros,
+    full_loop,
+    math_call,
+    plain_kernel,
+)
+
+if TYPE_CHECKING:
+    from nvcc_opt.search.transforms import Facts
+
+VECTOR = {"float": ("float4", 4), "double": ("double2", 2)}
+FIELDS = ("x", "y", "z", "w")
+
+
+def preload_run(code: str, facts: Facts) -> str | None:
+    source = Source(code)
+    if any(n.type == "operator_name" for n in walk(source.root)):
+        return None
+    defined = defined_macros(source)
+    used = identifiers(source, source.root)
+    edits: list[Edit] = []
+    for kernel in source.kernels():
+        if kernel.name not in facts.no_alias or identifiers(source, kernel.body) & defined:
+            continue
+        if not plain_kernel(source, kernel):
+            continue
+        local = modified(source, kernel.body) | set(kernel.params)
+        taken: set[int] = set()
+        for pointer in kernel.pointers:
+            if not pointer.read_only or pointer.element not in VECTOR:
+                continue
+            if declarations(source, kernel.body, pointer.name):
+                continue
+            found = _run(source, kernel, pointer, local)
+            if found is None or found[0].start_byte in taken:
+                continue  # one run per loop: two preloads would edit the same spot
+            loop, bound, reads = found
+            taken.add(loop.start_byte)
+            edits += _edits(source, pointer, loop, bound, reads, used)
+    return edited(code, source, edits)
+
+
+def _run(
+    source: Source, kernel: Kernel, pointer: PointerParam, local: set[str]
+) -> tuple[tree_sitter.Node, str, list[tree_sitter.Node]] | None:
+    """(the loop, K as written, the reads) when every use of P is `P[t]` in one such loop."""
+    uses = [
+        n for n in walk(kernel.body) if n.type == "identifier" and source.text(n) == pointer.name
+    ]
+    loops, reads = set(), []
+    found: tuple[tree_sitter.Node, str] | None = None
+    for use in uses:
+        read = use.parent
+        if (
+            read is None
+            or read.type != "subscript_expression"
+            or read.child_by_field_name("argument") != use
+            or read not in pointer.reads
+            or not as_value(read)
+        ):
+            return None
+        loop = _enclosing_loop(read)
+        header = None if loop is None else full_loop(source, kernel, loop)
+        indices = read.child_by_field_name("indices")
+        if loop is None or header is None or indices is None or len(indices.named_children) != 1:
+            return None
+        if source.text(bare(indices.named_children[0])) != header[0]:
+            return None
+        loops.add(loop.start_byte)
+        found = (loop, header[1])
+        reads.append(read)
+    if found is None or len(loops) != 1:
+        return None
+    loop, bound = found
+    body = loop.child_by_field_name("body")
+    if loop.parent is None or loop.parent.type != "compound_statement" or body is None:
+        return None
+    calls = [n for n in walk(body) if n.type == "call_expression"]
+    if not all(math_call(source, n) for n in calls) or not compile_time(bound, local):
+        return None
+    return loop, bound, reads
+
+
+def _enclosing_loop(read: tree_sitter.Node) -> tree_sitter.Node | None:
+    """The nearest `for` whose every iteration evaluates `read`."""
+    node = read.parent
+    while node is not None:
+        if node.type == "for_statement":
+            return node
+        if node.type not in ALWAYS:
+            return None
+        operator = node.child_by_field_name("operator")
+        if (
+            node.type == "binary_expression"
+            and operator is not None
+            and operator.type
+            in (
+                "&&",
+                "||",
+            )
+        ):
+            return None
+        node = node.parent
+    return None
+
+
+def _edits(
+    source: Source,
+    pointer: PointerParam,
+    loop: tree_sitter.Node,
+    bound: str,
+    reads: list[tree_sitter.Node],
+    used: set[str],
+) -> list[Edit]:
+    name, kind = pointer.name, pointer.element
+    vector, width = VECTOR[kind]
+    held, v, q = (fresh_name(f"nvcc_opt_{stem}", used) for stem in (name, "v", "q"))
+    used |= {held, v, q}
+    count = f"({bound})"
+    pad = indentation(source, loop).decode()
+    pragma = preceding_pragma(loop)
+    at = loop if pragma is None else pragma
+    fields = " ".join(f"{held}[{width} * {v} + {n}] = {q}.{FIELDS[n]};" for n in range(width))
+    lines = [
+        f"// {name}[0..{bound}) read before the loop, {width} at a time where {name} is 16-byte"
+        " aligned",
+        f"{kind} {held}[{count}];",
+        f"if ({count} % {width} == 0 && reinterpret_cast<unsigned long long>({name}) % 16 == 0) {{",
+        "#pragma unroll",
+        f"  for (int {v} = 0; {v} < {count} / {width}; ++{v}) {{",
+        f"    const {vector} {q} = reinterpret_cast<const {vector}*>({name})[{v}];",
+        f"    {fields}",
+        "  }",
+        "} else {",
+        "#pragma unroll",
+        f"  for (int {v} = 0; {v} < {count}; ++{v}) {held}[{v}] = {name}[{v}];",
+        "}",
+    ]
+    if pragma is None:
+        lines.append("#pragma unroll  // constant indices keep the values in registers")
+    text = "\n".join(
+        lines[:1] + [line if line.startswith("#") else pad + line for line in lines[1:]]
+    )
+    edits = [Edit(at.start_byte, at.start_byte, (text + "\n" + pad).encode())]
+    for read in reads:
+        indices = read.child_by_field_name("indices")
+        assert indices is not None
+        index = source.text(indices.named_children[0])
+        edits.append(Edit(read.start_byte, read.end_byte, f"{held}[{index}]".encode()))
+    return edits
