@@ -661,7 +661,8 @@ def _most_at_once(events: Sequence[tuple[str, str, str, list[str]]]) -> int:
 
 
 def test_apps_run_at_once_one_per_gpu_and_report_in_order(tmp_path: Path) -> None:
-    suite = _fake_suite(tmp_path, "abcd", **{"a/linger": "1.5"})  # a ends after b, c, d
+    suite = _fake_suite(tmp_path, "abcd", **{"a/linger": "5"})  # a ends after b, c, d (with
+    # room for a loaded machine: b, c and d run one after another on the other GPU)
     report, md, stderr = _finish(
         _fake_bench(tmp_path, suite, "--gpus", "0,1", partners=2), tmp_path / "results"
     )

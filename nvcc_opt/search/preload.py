@@ -12,11 +12,20 @@ t = 0; t < K; ++t)` that stands in a block (so the loads go right before it, und
 conditions), K a compile-time constant, the loop's body neither leaving it nor calling anything
 but math functions, and t used only as a value. The loop then reads exactly P[0..K), which is
 what the loads before it read (the vector path only where K is a multiple of the vector width);
-each read gives the value the original read. The kernel-wide refusals are staging.py's.
+each read gives the value the original read. The kernel-wide refusals are staging.py's (also:
+no `and`/`or`/`?:` around a read, no function of the file's own named like a math function, no
+write through a name the kernel neither takes nor declares, a counter of int width or more).
+The vector type is written `::float4` (a user type of that name cannot stand in), and no macro
+may rename its fields. A `static_assert` keeps K within 1 to 256: a run outside that fails to
+compile (loudly, which benchmark_code reports) instead of filling a thread's stack. No unroll
+is forced: nvcc unrolls such short constant loops itself, which keeps the array in registers.
+Not seen: more registers per thread can make a launch of 1024-thread blocks fail; that failure
+is loud too. The review's inputs: tests/fixtures/unsafe_preload/ and preload_names/.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import tree_sitter
@@ -35,30 +44,35 @@ from nvcc_opt.search.cuda import (
     walk,
 )
 from nvcc_opt.search.staging import (
-    ALWAYS,
     as_value,
     bare,
     compile_time,
     declarations,
     defined_macros,
+    every_iteration,
     full_loop,
     math_call,
+    plain_file,
     plain_kernel,
+    taken_names,
 )
 
 if TYPE_CHECKING:
     from nvcc_opt.search.transforms import Facts
 
-VECTOR = {"float": ("float4", 4), "double": ("double2", 2)}
+VECTOR = {"float": ("::float4", 4), "double": ("::double2", 2)}
+EMITTED = {"x", "y", "z", "w", "float4", "double2", "reinterpret_cast"}  # no macro may rename
+FLOATING = re.compile(r"\b\d*\.\d*|\b\d+[eE]|\d[fF]\b")  # a literal that is not an integer
+LONGEST = 256  # elements: longer runs are a compile-time error rather than a launch failure
 FIELDS = ("x", "y", "z", "w")
 
 
 def preload_run(code: str, facts: Facts) -> str | None:
     source = Source(code)
-    if any(n.type == "operator_name" for n in walk(source.root)):
-        return None
     defined = defined_macros(source)
-    used = identifiers(source, source.root)
+    if not plain_file(source) or defined & EMITTED:
+        return None
+    used = taken_names(source)
     edits: list[Edit] = []
     for kernel in source.kernels():
         if kernel.name not in facts.no_alias or identifiers(source, kernel.body) & defined:
@@ -100,7 +114,7 @@ def _run(
             or not as_value(read)
         ):
             return None
-        loop = _enclosing_loop(read)
+        loop = every_iteration(read)
         header = None if loop is None else full_loop(source, kernel, loop)
         indices = read.child_by_field_name("indices")
         if loop is None or header is None or indices is None or len(indices.named_children) != 1:
@@ -119,30 +133,9 @@ def _run(
     calls = [n for n in walk(body) if n.type == "call_expression"]
     if not all(math_call(source, n) for n in calls) or not compile_time(bound, local):
         return None
+    if FLOATING.search(bound):
+        return None
     return loop, bound, reads
-
-
-def _enclosing_loop(read: tree_sitter.Node) -> tree_sitter.Node | None:
-    """The nearest `for` whose every iteration evaluates `read`."""
-    node = read.parent
-    while node is not None:
-        if node.type == "for_statement":
-            return node
-        if node.type not in ALWAYS:
-            return None
-        operator = node.child_by_field_name("operator")
-        if (
-            node.type == "binary_expression"
-            and operator is not None
-            and operator.type
-            in (
-                "&&",
-                "||",
-            )
-        ):
-            return None
-        node = node.parent
-    return None
 
 
 def _edits(
@@ -165,23 +158,18 @@ def _edits(
     lines = [
         f"// {name}[0..{bound}) read before the loop, {width} at a time where {name} is 16-byte"
         " aligned",
+        f'static_assert({count} > 0 && {count} <= {LONGEST}, "nvcc-opt: a run of 1 to {LONGEST}");',
         f"{kind} {held}[{count}];",
         f"if ({count} % {width} == 0 && reinterpret_cast<unsigned long long>({name}) % 16 == 0) {{",
-        "#pragma unroll",
         f"  for (int {v} = 0; {v} < {count} / {width}; ++{v}) {{",
         f"    const {vector} {q} = reinterpret_cast<const {vector}*>({name})[{v}];",
         f"    {fields}",
         "  }",
         "} else {",
-        "#pragma unroll",
         f"  for (int {v} = 0; {v} < {count}; ++{v}) {held}[{v}] = {name}[{v}];",
         "}",
     ]
-    if pragma is None:
-        lines.append("#pragma unroll  // constant indices keep the values in registers")
-    text = "\n".join(
-        lines[:1] + [line if line.startswith("#") else pad + line for line in lines[1:]]
-    )
+    text = "\n".join(lines[:1] + [pad + line for line in lines[1:]])
     edits = [Edit(at.start_byte, at.start_byte, (text + "\n" + pad).encode())]
     for read in reads:
         indices = read.child_by_field_name("indices")

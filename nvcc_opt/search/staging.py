@@ -81,6 +81,7 @@ ALWAYS = {
     "declaration", "parenthesized_expression", "cast_expression", "unary_expression",
     "binary_expression", "subscript_argument_list", "subscript_expression",
 }  # fmt: skip
+BOTH_SIDES = {"+", "-", "*", "/", "%", "<", ">", "<=", ">=", "==", "!=", "&", "|", "^", "<<", ">>"}
 LEAVES = {"return_statement", "goto_statement", "break_statement", "continue_statement"}
 # A kernel holding any of these is left alone: each can hide a change of the names the proof
 # rests on (references, enumerators, labels, lambdas, directives inside the kernel).
@@ -106,6 +107,7 @@ REFUSED_WORDS = re.compile(
 INTEGER_TYPE = re.compile(
     r"^(const )?((unsigned|signed) )?(int|long|long long|short|unsigned|size_t|u?int(32|64)_t)$"
 )
+LOOP_TYPE = re.compile(r"(unsigned |signed )?(int|long|long long)|unsigned|size_t|u?int(32|64)_t")
 ROW, COLUMN = b"\x00row\x00", b"\x00column\x00"  # replaced by the copy's counters' names
 ELEMENT = re.compile(r"^(float|double|int|unsigned|unsigned int|long|long long|short)$")
 
@@ -128,12 +130,12 @@ def stage_table(code: str, facts: Facts) -> str | None:
     source = Source(code)
     if extern_shared(source) or MACRO_RETURN.search(source.data.decode("utf-8", "replace")):
         return None
-    if any(n.type == "operator_name" for n in walk(source.root)):
-        return None  # an overloaded operator can bind a read or a name to a reference
+    if not plain_file(source):
+        return None
     defined = defined_macros(source)
     dynamic = _dynamic_shared(source)
     edits: list[Edit] = []
-    used = identifiers(source, source.root)
+    used = taken_names(source)
     for kernel in source.kernels():
         if kernel.name not in facts.no_alias or kernel.name in dynamic:
             continue
@@ -144,6 +146,25 @@ def stage_table(code: str, facts: Facts) -> str | None:
             guard, valid, table = found
             edits += _edits(source, guard, valid, table, used)
     return edited(code, source, edits)
+
+
+def plain_file(source: Source) -> bool:
+    """No overloaded operator (it could bind a read or a name to a reference) and no function
+    of its own named like a math function (`math_call` trusts those names)."""
+    for node in walk(source.root):
+        if node.type == "operator_name":
+            return False
+        if node.type == "function_declarator":
+            name = node.child_by_field_name("declarator")
+            if name is not None and MATH.fullmatch(source.text(name)):
+                return False
+    return True
+
+
+def taken_names(source: Source) -> set[str]:
+    """Every name in the region, types and fields included: what a fresh name must avoid."""
+    kinds = ("identifier", "type_identifier", "field_identifier", "namespace_identifier")
+    return {source.text(n) for n in walk(source.root) if n.type in kinds}
 
 
 def plain_kernel(source: Source, kernel: Kernel) -> bool:
@@ -158,7 +179,33 @@ def plain_kernel(source: Source, kernel: Kernel) -> bool:
             return False
         if node.type == "cast_expression" and not _plain_cast(source, node):
             return False
-    return True
+    return not _writes_outside(source, kernel)
+
+
+def _writes_outside(source: Source, kernel: Kernel) -> bool:
+    """Whether the kernel assigns through a name it neither takes nor declares (a `__device__`
+    array a table pointer could point into)."""
+    own = set(kernel.params)
+    for node in walk(kernel.body):
+        if node.type in ("declaration", "init_declarator", "parameter_declaration"):
+            name = declared_name(node)
+            if name is not None:
+                own.add(source.text(name))
+    for node in walk(kernel.body):
+        target = None
+        if node.type == "assignment_expression":
+            target = node.child_by_field_name("left")
+        elif node.type == "update_expression":
+            target = node.child_by_field_name("argument")
+        while target is not None and target.type != "identifier":
+            target = (
+                target.child_by_field_name("argument")
+                or target.child_by_field_name("value")
+                or (target.named_children[0] if target.named_children else None)
+            )
+        if target is not None and source.text(target) not in own:
+            return True
+    return False
 
 
 def defined_macros(source: Source) -> set[str]:
@@ -288,15 +335,23 @@ def _copied_index(
 
 def _loop_of(read: tree_sitter.Node, inner: list[tree_sitter.Node]) -> tree_sitter.Node | None:
     """The top-level `for` of the guarded statements whose every iteration evaluates `read`."""
+    loop = every_iteration(read)
+    return loop if loop is not None and loop in inner else None
+
+
+def every_iteration(read: tree_sitter.Node) -> tree_sitter.Node | None:
+    """The nearest `for` whose every iteration evaluates `read`: between them only statements,
+    declarations, assignments, casts, parentheses and operators that evaluate both operands
+    (never `&&`, `||`, `and`, `or`, `?:`, a call or another loop)."""
     node = read.parent
     while node is not None:
         if node.type == "for_statement":
-            return node if node in inner else None
+            return node
         if node.type not in ALWAYS:
             return None
-        if node.type == "binary_expression" and squeeze(
-            source_text(node.child_by_field_name("operator"))
-        ) in ("&&", "||"):
+        if node.type == "binary_expression" and (
+            squeeze(source_text(node.child_by_field_name("operator"))) not in BOTH_SIDES
+        ):
             return None
         node = node.parent
     return None
@@ -317,6 +372,10 @@ def full_loop(source: Source, kernel: Kernel, loop: tree_sitter.Node) -> tuple[s
         return None
     declarator = init.child_by_field_name("declarator")
     start = None if declarator is None else declarator.child_by_field_name("value")
+    if declarator is None or not LOOP_TYPE.fullmatch(
+        " ".join(source.data[init.start_byte : declarator.start_byte].decode().split())
+    ):
+        return None  # a narrow counter could wrap before reaching C
     operator = condition.child_by_field_name("operator")
     bound = condition.child_by_field_name("right")
     if start is None or source.text(start) != "0" or operator is None or bound is None:
