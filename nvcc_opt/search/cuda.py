@@ -257,6 +257,15 @@ def operator_type(node: tree_sitter.Node) -> str | None:
     return None if operator is None else operator.type
 
 
+def calls_macro(source: Source, node: tree_sitter.Node) -> bool:
+    """Whether `node` calls an upper-case name: a macro that may hide a `return` or a jump."""
+    if node.type != "call_expression":
+        return False
+    function = node.child_by_field_name("function")
+    name = "" if function is None else source.text(function)
+    return name.isupper() and name.isidentifier()
+
+
 def launch_calls(source: Source) -> Iterator[tuple[str, list[tree_sitter.Node]]]:
     """(kernel name, [grid, block, ...] nodes) of every `kernel<<<grid, block>>>(...)`."""
     for node in walk(source.root):

@@ -37,24 +37,22 @@ from nvcc_opt.search.cuda import (
     Source,
     edited,
     fresh_name,
-    identifiers,
     indentation,
     modified,
     preceding_pragma,
     walk,
 )
 from nvcc_opt.search.staging import (
-    as_value,
     bare,
+    candidate_kernels,
     compile_time,
     declarations,
     defined_macros,
     every_iteration,
     full_loop,
     math_call,
-    plain_file,
-    plain_kernel,
     taken_names,
+    value_reads,
 )
 
 if TYPE_CHECKING:
@@ -69,16 +67,11 @@ FIELDS = ("x", "y", "z", "w")
 
 def preload_run(code: str, facts: Facts) -> str | None:
     source = Source(code)
-    defined = defined_macros(source)
-    if not plain_file(source) or defined & EMITTED:
+    if defined_macros(source) & EMITTED:
         return None
     used = taken_names(source)
     edits: list[Edit] = []
-    for kernel in source.kernels():
-        if kernel.name not in facts.no_alias or identifiers(source, kernel.body) & defined:
-            continue
-        if not plain_kernel(source, kernel):
-            continue
+    for kernel in candidate_kernels(source, facts):
         local = modified(source, kernel.body) | set(kernel.params)
         taken: set[int] = set()
         for pointer in kernel.pointers:
@@ -99,21 +92,12 @@ def _run(
     source: Source, kernel: Kernel, pointer: PointerParam, local: set[str]
 ) -> tuple[tree_sitter.Node, str, list[tree_sitter.Node]] | None:
     """(the loop, K as written, the reads) when every use of P is `P[t]` in one such loop."""
-    uses = [
-        n for n in walk(kernel.body) if n.type == "identifier" and source.text(n) == pointer.name
-    ]
-    loops, reads = set(), []
+    reads = value_reads(source, kernel, pointer)
+    if reads is None:
+        return None
+    loops = set()
     found: tuple[tree_sitter.Node, str] | None = None
-    for use in uses:
-        read = use.parent
-        if (
-            read is None
-            or read.type != "subscript_expression"
-            or read.child_by_field_name("argument") != use
-            or read not in pointer.reads
-            or not as_value(read)
-        ):
-            return None
+    for read in reads:
         loop = every_iteration(read)
         header = None if loop is None else full_loop(source, kernel, loop)
         indices = read.child_by_field_name("indices")
@@ -123,7 +107,6 @@ def _run(
             return None
         loops.add(loop.start_byte)
         found = (loop, header[1])
-        reads.append(read)
     if found is None or len(loops) != 1:
         return None
     loop, bound = found

@@ -31,6 +31,7 @@ from nvcc_opt.search.cuda import (
     Kernel,
     PointerParam,
     Source,
+    calls_macro,
     edited,
     identifiers,
     indentation,
@@ -155,11 +156,8 @@ def _returns_can_break(source: Source, kernel: Kernel) -> bool:
     for node in walk(kernel.body):
         if node.type == "lambda_expression":
             return False
-        if node.type == "call_expression":
-            function = node.child_by_field_name("function")
-            name = "" if function is None else source.text(function)
-            if name.isupper() and name.isidentifier():
-                return False
+        if calls_macro(source, node):
+            return False
         if node.type != "return_statement":
             continue
         if node.named_children:

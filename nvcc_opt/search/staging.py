@@ -45,6 +45,7 @@ from nvcc_opt.search.cuda import (
     Kernel,
     PointerParam,
     Source,
+    calls_macro,
     declared_name,
     edited,
     extern_shared,
@@ -53,6 +54,7 @@ from nvcc_opt.search.cuda import (
     indentation,
     launch_calls,
     modified,
+    operator_type,
     squeeze,
     walk,
 )
@@ -130,22 +132,55 @@ def stage_table(code: str, facts: Facts) -> str | None:
     source = Source(code)
     if extern_shared(source) or MACRO_RETURN.search(source.data.decode("utf-8", "replace")):
         return None
-    if not plain_file(source):
-        return None
-    defined = defined_macros(source)
     dynamic = _dynamic_shared(source)
     edits: list[Edit] = []
     used = taken_names(source)
-    for kernel in source.kernels():
-        if kernel.name not in facts.no_alias or kernel.name in dynamic:
-            continue
-        if identifiers(source, kernel.body) & defined:
+    for kernel in candidate_kernels(source, facts):
+        if kernel.name in dynamic:
             continue
         found = _table(source, kernel)
         if found is not None:
             guard, valid, table = found
             edits += _edits(source, guard, valid, table, used)
     return edited(code, source, edits)
+
+
+def candidate_kernels(source: Source, facts: Facts) -> list[Kernel]:
+    """The kernels a table rewrite may look at: every launch found and none passing a pointer
+    twice, no name the region `#define`s, nothing that could change names behind its back (in a
+    file that is plain too)."""
+    if not plain_file(source):
+        return []
+    defined = defined_macros(source)
+    return [
+        kernel
+        for kernel in source.kernels()
+        if kernel.name in facts.no_alias
+        and not identifiers(source, kernel.body) & defined
+        and plain_kernel(source, kernel)
+    ]
+
+
+def value_reads(
+    source: Source, kernel: Kernel, pointer: PointerParam
+) -> list[tree_sitter.Node] | None:
+    """Every use of the pointer in the kernel, each a read `P[...]` standing as a value; None
+    when some use is anything else."""
+    reads = []
+    for use in walk(kernel.body):
+        if use.type != "identifier" or source.text(use) != pointer.name:
+            continue
+        read = use.parent
+        if (
+            read is None
+            or read.type != "subscript_expression"
+            or read.child_by_field_name("argument") != use
+            or read not in pointer.reads
+            or not as_value(read)
+        ):
+            return None
+        reads.append(read)
+    return reads
 
 
 def plain_file(source: Source) -> bool:
@@ -175,7 +210,7 @@ def plain_kernel(source: Source, kernel: Kernel) -> bool:
     for node in walk(kernel.body):
         if node.type in REFUSED and not _unroll_pragma(source, node):
             return False
-        if _calls_macro(source, node):
+        if calls_macro(source, node):
             return False
         if node.type == "cast_expression" and not _plain_cast(source, node):
             return False
@@ -227,8 +262,6 @@ def _dynamic_shared(source: Source) -> set[str]:
 
 def _table(source: Source, kernel: Kernel) -> tuple[tree_sitter.Node, str, Table] | None:
     """(the guard statement, the condition a thread passes it by, the table) or None."""
-    if not plain_kernel(source, kernel):
-        return None
     body = [c for c in kernel.body.named_children if c.type != "comment"]
     index = global_index_name(source, body[0]) if body else None
     rest = None if index is None else guarded_rest(source, body, index)
@@ -240,7 +273,7 @@ def _table(source: Source, kernel: Kernel) -> tuple[tree_sitter.Node, str, Table
     test = None if condition is None else condition.child_by_field_name("value")
     if test is None or not _pure(test):
         return None
-    wraps = source_text(test.child_by_field_name("operator")) == "<"  # else `>=`: a return
+    wraps = operator_type(test) == "<"  # else `>=`: a return
     valid = f"({source.text(test)})" if wraps else f"!({source.text(test)})"
     if len(declarations(source, kernel.body, index)) != 1 or not _value_only(
         source, kernel.body, index
@@ -271,23 +304,14 @@ def _reads(
     index: str,
     local: set[str],
 ) -> Table | None:
-    uses = [
-        n for n in walk(kernel.body) if n.type == "identifier" and source.text(n) == pointer.name
-    ]
-    reads, loops = [], {}
+    reads = value_reads(source, kernel, pointer)
+    if reads is None:
+        return None
+    loops: dict[int, str] = {}
     loop_nodes: list[tree_sitter.Node] = []
     shapes: set[tuple[str, str]] = set()
     first: tuple[tree_sitter.Node, tree_sitter.Node, tree_sitter.Node, str] | None = None
-    for use in uses:
-        subscript = use.parent
-        if (
-            subscript is None
-            or subscript.type != "subscript_expression"
-            or subscript.child_by_field_name("argument") != use
-            or subscript not in pointer.reads
-            or not as_value(subscript)
-        ):
-            return None
+    for subscript in reads:
         loop = _loop_of(subscript, inner)
         header = None if loop is None else full_loop(source, kernel, loop)
         if loop is None or header is None:
@@ -299,7 +323,6 @@ def _reads(
         shapes.add((squeeze(source.text(shape[0])), squeeze(bound)))
         if first is None:
             first = (subscript, *shape, bound)
-        reads.append(subscript)
         loops[subscript.start_byte] = variable
         loop_nodes.append(loop)
     if len(shapes) != 1 or first is None:
@@ -307,13 +330,12 @@ def _reads(
     subscript, row_node, column, columns = first
     if not compile_time(columns, local):
         return None
-    row = source.text(bare(row_node))
-    found = _row_value(source, kernel, inner, loop_nodes, row, index, local)
+    found = _row_value(source, kernel, inner, loop_nodes, bare(row_node), index, local)
     if found is None:
         return None
     value, rows = found
     copied = _copied_index(source, subscript, row_node, column)
-    return Table(pointer, reads, loops, row, value, rows, columns, copied)
+    return Table(pointer, reads, loops, source.text(bare(row_node)), value, rows, columns, copied)
 
 
 def _copied_index(
@@ -349,16 +371,10 @@ def every_iteration(read: tree_sitter.Node) -> tree_sitter.Node | None:
             return node
         if node.type not in ALWAYS:
             return None
-        if node.type == "binary_expression" and (
-            squeeze(source_text(node.child_by_field_name("operator"))) not in BOTH_SIDES
-        ):
+        if node.type == "binary_expression" and operator_type(node) not in BOTH_SIDES:
             return None
         node = node.parent
     return None
-
-
-def source_text(node: tree_sitter.Node | None) -> str:
-    return "" if node is None or node.text is None else node.text.decode("utf-8", "replace")
 
 
 def full_loop(source: Source, kernel: Kernel, loop: tree_sitter.Node) -> tuple[str, str] | None:
@@ -397,8 +413,7 @@ def _shape(
     if indices is None or len(indices.named_children) != 1:
         return None
     index = bare(indices.named_children[0])
-    operator = source_text(index.child_by_field_name("operator"))
-    if index.type != "binary_expression" or operator != "+":
+    if index.type != "binary_expression" or operator_type(index) != "+":
         return None
     left, right = index.child_by_field_name("left"), index.child_by_field_name("right")
     if left is None or right is None:
@@ -407,7 +422,7 @@ def _shape(
         product, column = bare(product), bare(column)
         if source.text(column) != variable or product.type != "binary_expression":
             continue
-        if source_text(product.child_by_field_name("operator")) != "*":
+        if operator_type(product) != "*":
             continue
         a, b = product.child_by_field_name("left"), product.child_by_field_name("right")
         if a is None or b is None:
@@ -423,19 +438,20 @@ def _row_value(
     kernel: Kernel,
     inner: list[tree_sitter.Node],
     loops: list[tree_sitter.Node],
-    row: str,
+    row: tree_sitter.Node,
     index: str,
     local: set[str],
 ) -> tuple[str, str] | None:
     """(the row's value from i alone, R) when ROW is `m` declared once as `U m = e % R;` at the
     top of the guarded statements (U an integer type, m used only as a value), or is `e % R`
     itself; e names nothing but i and R's names."""
-    expression, kind = row, "long long"
-    if row.isidentifier():
-        found_at = declarations(source, kernel.body, row)
-        if len(found_at) != 1 or found_at[0] not in inner or row in kernel.params:
+    value, kind = row, "long long"
+    if row.type == "identifier":
+        name = source.text(row)
+        found_at = declarations(source, kernel.body, name)
+        if len(found_at) != 1 or found_at[0] not in inner or name in kernel.params:
             return None
-        if not _value_only(source, kernel.body, row):
+        if not _value_only(source, kernel.body, name):
             return None
         declaration = found_at[0]
         if len(declaration.children_by_field_name("declarator")) != 1:
@@ -443,33 +459,25 @@ def _row_value(
         if any(inner.index(declaration) > inner.index(loop) for loop in loops):
             return None  # the loop would read another m
         declarator = declaration.child_by_field_name("declarator")
-        value = None if declarator is None else declarator.child_by_field_name("value")
-        if declarator is None or declarator.type != "init_declarator" or value is None:
+        initial = None if declarator is None else declarator.child_by_field_name("value")
+        if declarator is None or declarator.type != "init_declarator" or initial is None:
             return None
         kind = " ".join(
             source.data[declaration.start_byte : declarator.start_byte].decode().split()
         )
-        if not INTEGER_TYPE.match(kind) or not _pure(value):
+        if not INTEGER_TYPE.match(kind):
             return None
-        expression = source.text(value)
-    parsed = Source(f"auto nvcc_opt_row = {expression};")
-    found = [n for n in walk(parsed.root) if n.type == "init_declarator"]
-    value_node = None if not found else found[0].child_by_field_name("value")
-    if value_node is None or not _pure(value_node):
+        value = initial
+    if not _pure(value):
         return None
-    value_node = bare(value_node)
-    if (
-        value_node.type != "binary_expression"
-        or squeeze(source_text(value_node.child_by_field_name("operator"))) != "%"
-    ):
+    remainder = bare(value)
+    rows_node = remainder.child_by_field_name("right")
+    if remainder.type != "binary_expression" or operator_type(remainder) != "%" or not rows_node:
         return None
-    rows_node = value_node.child_by_field_name("right")
-    if rows_node is None:
+    rows = source.text(rows_node)
+    if not compile_time(rows, local) or identifiers(source, remainder) - {index} - _names(rows):
         return None
-    rows = parsed.text(rows_node)
-    if not compile_time(rows, local) or identifiers(parsed, value_node) - {index} - _names(rows):
-        return None
-    return f"({kind})({expression})", rows
+    return f"({kind})({source.text(value)})", rows
 
 
 def declarations(source: Source, body: tree_sitter.Node, name: str) -> list[tree_sitter.Node]:
@@ -587,15 +595,6 @@ def _unroll_pragma(source: Source, node: tree_sitter.Node) -> bool:
     return node.type == "preproc_call" and bool(
         re.fullmatch(r"#\s*pragma\s+(no)?unroll(\s+\w+)?", source.text(node).strip())
     )
-
-
-def _calls_macro(source: Source, node: tree_sitter.Node) -> bool:
-    """A call of an upper-case name: a macro that may hide a `return`."""
-    if node.type != "call_expression":
-        return False
-    function = node.child_by_field_name("function")
-    name = "" if function is None else source.text(function)
-    return name.isupper() and name.isidentifier()
 
 
 def _edits(
