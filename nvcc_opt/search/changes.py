@@ -18,6 +18,7 @@ FIRST = (
     "shared_atomics",
     "stage_table",
     "preload_run",
+    "split_division",
     "warp_shuffle_tail",
     "warp_shuffle_scan",
     "block_warp_wide",

@@ -14,7 +14,16 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 
-from nvcc_opt.search import fusion, preload, privatize, shuffle, staging, structure, tiling
+from nvcc_opt.search import (
+    division,
+    fusion,
+    preload,
+    privatize,
+    shuffle,
+    staging,
+    structure,
+    tiling,
+)
 from nvcc_opt.search.cuda import (
     LDG_TYPES,
     Edit,
@@ -392,6 +401,12 @@ TRANSFORMS: tuple[Transform, ...] = (
         "a short read-only run every lane reads alike loaded before its loop, 16 bytes at a time"
         " where aligned (the same values; a quarter of the loads for floats)",
         preload.preload_run,
+    ),
+    Transform(
+        "split_division",
+        "a division by a product split in two, its first half the division the kernel already"
+        " does (the same values; one 64-bit division fewer)",
+        division.split_division,
     ),
     Transform(
         "tile_matmul",

@@ -1,0 +1,268 @@
+"""A division by a product split in two, so that its first half is a division already there.
+
+A cell's coordinates from its flat index are often written `i = z % n; j = (z / n) % n;
+k = z / ((long)n * n);`: three divisions, and a 64-bit one is a call of a few dozen
+instructions. Written `k = ((z / n) / (long)n)`, the first division is the one `j` already
+does, which the compiler then computes once: two divisions instead of three.
+
+The rewrite is `E / (A * B)` to `((E / A) / B)` (or `((E / B) / A)`), where the kernel also
+divides (or takes the remainder of) E by the factor that goes first. E, A and B are each a
+name, a cast of a name to a signed integer type, or a decimal literal without `u` that fits a
+signed 64-bit integer. A name must be of a signed integer type (`int`, `long`, `long long`,
+`short`, `signed`, and `int32_t`, `int64_t`, `ptrdiff_t` where the region does not define those
+names; a cast may also read an unsigned name), declared exactly once in the kernel, as one of
+its parameters or as a plain local whose scope holds the division and which comes before it;
+every other occurrence of the name in the kernel must be a use in an expression. That refuses
+whatever could make the name something else there: another declaration in an inner scope, a
+range-for variable, a lambda's parameter or capture, an enumerator, a structured binding, a
+`using`, a field, a reference, `::n`. Refused too: kernels with a directive other than a
+`#pragma`, regions that `#define` a name the division reads or an integer keyword, and a
+division that is a bare part of a call's argument (a macro could regroup it).
+
+Why the value is the same: both forms have the type of the widest of the three operands (signed
+throughout, so no operand turns unsigned), and for nonzero integers a and b, truncating division
+gives trunc(trunc(e / a) / b) = trunc(e / (a * b)) (true for e >= 0 and a, b > 0; truncation is
+odd in each sign). The first factor is one whose division by E is already as wide as the result,
+so where the original is defined (A * B neither zero nor overflowing its type), so is the
+rewrite, with one exception: E the minimum of its type and the first factor -1, where E / A
+overflows; an index never is. No operand has a side effect, so evaluating them in another
+grouping changes nothing else. Not seen: a header's macro that renames an integer type.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import tree_sitter
+
+from nvcc_opt.search.cuda import Edit, Kernel, Source, edited, walk
+from nvcc_opt.search.staging import bare, defined_macros
+
+if TYPE_CHECKING:
+    from nvcc_opt.search.transforms import Facts
+
+SIGNED_WORDS = r"(int|long|long int|long long|long long int|short|short int|signed)"
+NAMED = ("int32_t", "int64_t", "ptrdiff_t")  # standard names a region could redefine
+SIGNED = re.compile(rf"((const|signed) )*({SIGNED_WORDS}|{'|'.join(NAMED)})( const)?")
+INTEGER = re.compile(
+    rf"((const|signed|unsigned) )*({SIGNED_WORDS}|unsigned|{'|'.join(NAMED)}|uint32_t|uint64_t"
+    r"|size_t)( const)?"
+)
+KEYWORDS = {"int", "long", "short", "signed", "unsigned", "char"}
+LITERAL = re.compile(r"([1-9][0-9]*)([lL]{0,2})")
+NAME_KINDS = {"identifier", "field_identifier", "type_identifier", "namespace_identifier"}
+# Where a name may stand besides its one declaration: as a value in an expression.
+EXPRESSION = {
+    "binary_expression", "parenthesized_expression", "cast_expression", "subscript_expression",
+    "subscript_argument_list", "argument_list", "assignment_expression", "update_expression",
+    "unary_expression", "conditional_expression", "comma_expression", "condition_clause",
+    "return_statement", "expression_statement", "initializer_list", "sizeof_expression",
+}  # fmt: skip
+WIDE_TYPES = re.compile(r"\blong\b|int64_t|ptrdiff_t")
+
+
+def split_division(code: str, facts: Facts) -> str | None:
+    del facts  # nothing outside the region matters: the operands' types are the kernel's own
+    source = Source(code)
+    macros = defined_macros(source)
+    if macros & KEYWORDS:
+        return None
+    redefined = _redefined_types(source)
+    edits: list[Edit] = []
+    for kernel in source.kernels():
+        if any(n.type.startswith("preproc") and not _pragma(source, n) for n in walk(kernel.body)):
+            continue
+        for node in walk(kernel.body):
+            split = _split(source, kernel, node, macros | redefined)
+            if split is not None:
+                edits.append(Edit(node.start_byte, node.end_byte, split.encode()))
+    return edited(code, source, edits)
+
+
+def _split(source: Source, kernel: Kernel, node: tree_sitter.Node, avoid: set[str]) -> str | None:
+    """`((E / A) / B)` for a division `E / (A * B)` that may be split, else None."""
+    if node.type != "binary_expression" or _operator(node) != "/" or _in_argument(node):
+        return None
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if left is None or right is None or right.type != "parenthesized_expression":
+        return None
+    product = bare(right)
+    if product.type != "binary_expression" or _operator(product) != "*":
+        return None
+    a, b = product.child_by_field_name("left"), product.child_by_field_name("right")
+    if a is None or b is None:
+        return None
+    widths = [_width(source, kernel, bare(n), node, avoid) for n in (left, a, b)]
+    if any(w is None for w in widths):
+        return None
+    dividend = _name(source, bare(left))
+    shared = _divisors(source, kernel, dividend, node)
+    widest = max(w or 0 for w in widths)
+    texts = [source.text(n) for n in (left, a, b)]
+    for first, second in ((1, 2), (2, 1)):
+        name = _name(source, bare((a, b)[first - 1]))
+        if (
+            name is not None
+            and name in shared
+            and max(widths[0] or 0, widths[first] or 0) == widest
+        ):
+            return f"(({texts[0]} / {texts[first]}) / {texts[second]})"
+    return None
+
+
+def _operator(node: tree_sitter.Node) -> str | None:
+    operator = node.child_by_field_name("operator")
+    return None if operator is None else operator.type
+
+
+def _in_argument(node: tree_sitter.Node) -> bool:
+    """Whether the division is a bare part of a call's argument: were the call a macro, its
+    expansion could group the division's pieces with what is around them."""
+    parent = node.parent
+    while parent is not None and parent.type != "parenthesized_expression":
+        if parent.type == "argument_list":
+            return True
+        if parent.type.endswith("statement") or parent.type == "declaration":
+            return False
+        parent = parent.parent
+    return False
+
+
+def _pragma(source: Source, node: tree_sitter.Node) -> bool:
+    return node.type == "preproc_call" and source.text(node).lstrip().startswith("#pragma")
+
+
+def _redefined_types(source: Source) -> set[str]:
+    """The standard integer type names the region defines itself (typedef, using, #define)."""
+    kinds = ("type_definition", "alias_declaration", "preproc_def", "preproc_function_def")
+    found = set()
+    for node in walk(source.root):
+        if node.type in kinds:
+            found |= {name for name in NAMED if re.search(rf"\b{name}\b", source.text(node))}
+    return found
+
+
+def _divisors(
+    source: Source, kernel: Kernel, dividend: str | None, skip: tree_sitter.Node
+) -> set[str]:
+    """The names the kernel divides the name `dividend` by (`/` or `%`) elsewhere."""
+    found: set[str] = set()
+    for node in walk(kernel.body):
+        if node == skip or node.type != "binary_expression":
+            continue
+        if _operator(node) not in ("/", "%"):
+            continue
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if left is None or right is None or dividend is None:
+            continue
+        name = _name(source, bare(right))
+        if _name(source, bare(left)) == dividend and name is not None:
+            found.add(name)
+    return found
+
+
+def _name(source: Source, node: tree_sitter.Node) -> str | None:
+    """The name an operand reads (through a cast), or None for a literal or anything else."""
+    if node.type == "cast_expression":
+        value = node.child_by_field_name("value")
+        return None if value is None else _name(source, bare(value))
+    return source.text(node) if node.type == "identifier" else None
+
+
+def _width(
+    source: Source, kernel: Kernel, node: tree_sitter.Node, at: tree_sitter.Node, avoid: set[str]
+) -> int | None:
+    """32 or 64 for an operand the split may take (a signed name, a cast of an integer name to
+    a signed type, a decimal literal without `u` that fits), else None."""
+    if node.type == "number_literal":
+        literal = LITERAL.fullmatch(source.text(node))
+        if literal is None or int(literal.group(1)) >= 2**63:
+            return None
+        return 64 if literal.group(2) or int(literal.group(1)) >= 2**31 else 32
+    if node.type == "cast_expression":
+        kind, value = node.child_by_field_name("type"), node.child_by_field_name("value")
+        cast = "" if kind is None else _words(source, kind)
+        if value is None or not _signed(cast, avoid):
+            return None
+        declared = _declared_type(source, kernel, bare(value), at, avoid)
+        if declared is None or not INTEGER.fullmatch(declared):
+            return None
+        return 64 if WIDE_TYPES.search(cast) else 32
+    declared = _declared_type(source, kernel, node, at, avoid)
+    if declared is None or not _signed(declared, avoid):
+        return None
+    return 64 if WIDE_TYPES.search(declared) else 32
+
+
+def _signed(kind: str, avoid: set[str]) -> bool:
+    return bool(SIGNED.fullmatch(kind)) and not any(n in kind for n in avoid & set(NAMED))
+
+
+def _declared_type(
+    source: Source, kernel: Kernel, node: tree_sitter.Node, at: tree_sitter.Node, avoid: set[str]
+) -> str | None:
+    """The type a name at `at` was declared with, when that is the kernel's one declaration of
+    it and every other occurrence of the name in the kernel is a use in an expression."""
+    if node.type != "identifier" or source.text(node) in avoid:
+        return None
+    name = source.text(node)
+    declaration: tree_sitter.Node | None = None
+    for other in walk(kernel.node):
+        if other.type not in NAME_KINDS or source.text(other) != name:
+            continue
+        declares = _declaration(kernel, other)
+        if declares is not None:
+            if declaration is not None:
+                return None  # declared twice
+            declaration = declares
+        elif other.type != "identifier" or not _use(other):
+            return None
+    if declaration is None:
+        return None
+    if declaration.type == "declaration":
+        scope = declaration.parent
+        if scope is None or declaration.end_byte > at.start_byte or not _holds(scope, at):
+            return None
+    kind = declaration.child_by_field_name("type")
+    if kind is None:
+        return None
+    qualifiers = [source.text(c) for c in declaration.children if c.type == "type_qualifier"]
+    return " ".join([*qualifiers, _words(source, kind)])
+
+
+def _declaration(kernel: Kernel, name: tree_sitter.Node) -> tree_sitter.Node | None:
+    """The kernel's parameter or the plain local declaration `name` declares, if it declares
+    one (`T n`, `T n = ...`), else None."""
+    parent = name.parent
+    if name.type != "identifier" or parent is None:
+        return None
+    if parent.type == "parameter_declaration" and parent.child_by_field_name("declarator") == name:
+        declarator = kernel.node.child_by_field_name("declarator")
+        own = None if declarator is None else declarator.child_by_field_name("parameters")
+        return parent if parent.parent == own else None
+    if parent.type == "init_declarator" and parent.child_by_field_name("declarator") == name:
+        parent = parent.parent
+    elif parent.type != "declaration" or parent.child_by_field_name("type") == name:
+        return None
+    if parent is None or parent.type != "declaration":
+        return None
+    return parent
+
+
+def _use(name: tree_sitter.Node) -> bool:
+    """Whether an identifier stands as a value in an expression (an initializer's value too)."""
+    parent = name.parent
+    if parent is None:
+        return False
+    if parent.type == "init_declarator":
+        return parent.child_by_field_name("value") == name
+    return parent.type in EXPRESSION
+
+
+def _holds(scope: tree_sitter.Node, node: tree_sitter.Node) -> bool:
+    return scope.start_byte <= node.start_byte and node.end_byte <= scope.end_byte
+
+
+def _words(source: Source, node: tree_sitter.Node) -> str:
+    return " ".join(source.text(node).split())
