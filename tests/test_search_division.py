@@ -62,11 +62,11 @@ __global__ void k(int e, int a, long b, long* out) {
     assert split_division(code.replace("  out[1] = e % b;\n", ""), Facts()) is None
 
 
-def test_a_division_in_its_own_parentheses_may_be_a_call_argument() -> None:
+def test_no_division_in_a_call_argument_is_split_even_in_its_own_parentheses() -> None:
+    """A macro could stringify its argument (`#x`): the split would change the text."""
     code = CELLS.replace("int k = z / ((long)n * n);", "int k = f((z / ((long)n * n)));")
-    new = split_division(code, Facts())
-    assert new is not None and "f((((z / (long)n) / n)))" in new
-    assert split_division(code.replace("f((z", "f(1 + (z").replace("n)));", "n)));"), Facts())
+    assert split_division(code, Facts()) is None
+    assert split_division(code.replace("f((z", "f(1 + (z"), Facts()) is None
 
 
 @pytest.mark.parametrize(
@@ -216,8 +216,11 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "unsafe_division"
 def test_no_division_is_split_where_a_review_found_a_name_or_type_is_not_what_it_looks(
     path: Path,
 ) -> None:
-    """A review's inputs: an unsigned name hiding the signed one (a range-for variable, a
+    """Two reviews' inputs: an unsigned name hiding the signed one (a range-for variable, a
     lambda's capture or parameter, an enumerator, a structured binding, a `using`, a field, a
-    reference), a typedef or macro renaming an integer type, a macro regrouping its argument, a
-    literal too large for a signed type, a first factor narrower than the result."""
+    reference, `U(n) = u;`, a line splice or a universal character name spelling the same name
+    two ways), a typedef, template parameter, enum, struct or macro (`#define const unsigned`,
+    one the parse misses behind a splice, a comment or `%:`) renaming an integer type, a macro
+    regrouping or stringifying its argument, a literal too large for a signed type, a first
+    factor narrower than the result, a split that overflows in a `static_assert`."""
     assert split_division(path.read_text(), Facts()) is None

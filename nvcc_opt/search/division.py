@@ -2,22 +2,30 @@
 
 A cell's coordinates from its flat index are often written `i = z % n; j = (z / n) % n;
 k = z / ((long)n * n);`: three divisions, and a 64-bit one is a call of a few dozen
-instructions. Written `k = ((z / n) / (long)n)`, the first division is the one `j` already
+instructions. Written `k = ((z / (long)n) / n)`, the first division is the one `j` already
 does, which the compiler then computes once: two divisions instead of three.
 
 The rewrite is `E / (A * B)` to `((E / A) / B)` (or `((E / B) / A)`), where the kernel also
 divides (or takes the remainder of) E by the factor that goes first. E, A and B are each a
 name, a cast of a name to a signed integer type, or a decimal literal without `u` that fits a
-signed 64-bit integer. A name must be of a signed integer type (`int`, `long`, `long long`,
-`short`, `signed`, and `int32_t`, `int64_t`, `ptrdiff_t` where the region does not define those
-names; a cast may also read an unsigned name), declared exactly once in the kernel, as one of
-its parameters or as a plain local whose scope holds the division and which comes before it;
-every other occurrence of the name in the kernel must be a use in an expression. That refuses
-whatever could make the name something else there: another declaration in an inner scope, a
-range-for variable, a lambda's parameter or capture, an enumerator, a structured binding, a
-`using`, a field, a reference, `::n`. Refused too: kernels with a directive other than a
-`#pragma`, regions that `#define` a name the division reads or an integer keyword, and a
-division that is a bare part of a call's argument (a macro could regroup it).
+signed 64-bit integer. A name must be of a signed integer type spelled with keywords only
+(`int`, `long`, `long long`, `short`, `signed`, `const`; names such as `int64_t` can be a
+template parameter, an enum or a struct of the region's own), declared exactly once in the
+kernel, as one of its parameters or as a plain local whose scope holds the division and which
+comes before it; a cast may also read an unsigned name. Every other occurrence of the name in
+the kernel must be a use in an expression, and none where C++ could read a declarator
+(`U(n) = u;` declares n where U is a type). That refuses whatever could make the name something
+else there: another declaration in an inner scope, a range-for variable, a lambda's parameter or
+capture, an enumerator, a structured binding, a `using`, a field, a reference, `::n`.
+
+Refused too: a division anywhere in a call's argument (were the call a macro, it could regroup
+or stringify it) or in a constant expression (`static_assert`, a template argument, an array
+bound, `case`, an enumerator, anything `constexpr`: a split that overflows there stops the
+compile); kernels with a directive other than a `#pragma`; regions that `#define` an integer
+keyword or a name the division reads, that hold a directive the parse does not know, a line
+splice, a universal character name or a `%:` (each can make the parse see other names than the
+compiler), or that the parse does not read cleanly. Two reviews' inputs are in
+`tests/fixtures/unsafe_division/`.
 
 Why the value is the same: both forms have the type of the widest of the three operands (signed
 throughout, so no operand turns unsigned), and for nonzero integers a and b, truncating division
@@ -26,7 +34,8 @@ odd in each sign). The first factor is one whose division by E is already as wid
 so where the original is defined (A * B neither zero nor overflowing its type), so is the
 rewrite, with one exception: E the minimum of its type and the first factor -1, where E / A
 overflows; an index never is. No operand has a side effect, so evaluating them in another
-grouping changes nothing else. Not seen: a header's macro that renames an integer type.
+grouping changes nothing else. Not seen: a header's macro that renames a name the division
+reads; benchmark_code's checks remain the net there.
 """
 
 from __future__ import annotations
@@ -43,13 +52,26 @@ if TYPE_CHECKING:
     from nvcc_opt.search.transforms import Facts
 
 SIGNED_WORDS = r"(int|long|long int|long long|long long int|short|short int|signed)"
-NAMED = ("int32_t", "int64_t", "ptrdiff_t")  # standard names a region could redefine
-SIGNED = re.compile(rf"((const|signed) )*({SIGNED_WORDS}|{'|'.join(NAMED)})( const)?")
-INTEGER = re.compile(
-    rf"((const|signed|unsigned) )*({SIGNED_WORDS}|unsigned|{'|'.join(NAMED)}|uint32_t|uint64_t"
-    r"|size_t)( const)?"
-)
-KEYWORDS = {"int", "long", "short", "signed", "unsigned", "char"}
+# Keywords only: a name such as int64_t can be a template parameter, an enum or a struct of the
+# region's own, or a header's macro.
+SIGNED = re.compile(rf"((const|signed) )*{SIGNED_WORDS}( const)?")
+INTEGER = re.compile(rf"((const|signed|unsigned) )*({SIGNED_WORDS}|unsigned)( const)?")
+KEYWORDS = {"int", "long", "short", "signed", "unsigned", "char", "const", "volatile"}
+# Text that can make the parse see other names or directives than the compiler does: a line
+# splice, a universal character name, a digraph `%:` (a directive).
+HIDDEN = re.compile(r"\\\r?\n|\\[uU][0-9a-fA-F]|%:")
+DIRECTIVES = re.compile(r"#\s*(pragma|include|undef|line|error|warning)\b")
+# Where a value must be a constant expression: the split could overflow there at compile time.
+CONSTANT = {
+    "static_assert_declaration", "template_argument_list", "array_declarator", "case_statement",
+    "enumerator", "bitfield_clause",
+}  # fmt: skip
+# The nodes through which a name in a statement could be a declarator: `U(n) = u;`, `U(n);`,
+# `U(a), (n);` declare n where U is a type, though the parse sees a call.
+DECLARATOR_LIKE = {
+    "parenthesized_expression", "argument_list", "call_expression", "comma_expression",
+    "pointer_expression",
+}  # fmt: skip
 LITERAL = re.compile(r"([1-9][0-9]*)([lL]{0,2})")
 NAME_KINDS = {"identifier", "field_identifier", "type_identifier", "namespace_identifier"}
 # Where a name may stand besides its one declaration: as a value in an expression.
@@ -59,22 +81,21 @@ EXPRESSION = {
     "unary_expression", "conditional_expression", "comma_expression", "condition_clause",
     "return_statement", "expression_statement", "initializer_list", "sizeof_expression",
 }  # fmt: skip
-WIDE_TYPES = re.compile(r"\blong\b|int64_t|ptrdiff_t")
+WIDE_TYPES = re.compile(r"\blong\b")
 
 
 def split_division(code: str, facts: Facts) -> str | None:
     del facts  # nothing outside the region matters: the operands' types are the kernel's own
     source = Source(code)
     macros = defined_macros(source)
-    if macros & KEYWORDS:
+    if macros & KEYWORDS or source.errors() or HIDDEN.search(code) or _unknown_directive(source):
         return None
-    redefined = _redefined_types(source)
     edits: list[Edit] = []
     for kernel in source.kernels():
         if any(n.type.startswith("preproc") and not _pragma(source, n) for n in walk(kernel.body)):
             continue
         for node in walk(kernel.body):
-            split = _split(source, kernel, node, macros | redefined)
+            split = _split(source, kernel, node, macros)
             if split is not None:
                 edits.append(Edit(node.start_byte, node.end_byte, split.encode()))
     return edited(code, source, edits)
@@ -82,7 +103,7 @@ def split_division(code: str, facts: Facts) -> str | None:
 
 def _split(source: Source, kernel: Kernel, node: tree_sitter.Node, avoid: set[str]) -> str | None:
     """`((E / A) / B)` for a division `E / (A * B)` that may be split, else None."""
-    if node.type != "binary_expression" or _operator(node) != "/" or _in_argument(node):
+    if node.type != "binary_expression" or _operator(node) != "/" or _enclosed(kernel, node):
         return None
     left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
     if left is None or right is None or right.type != "parenthesized_expression":
@@ -116,31 +137,30 @@ def _operator(node: tree_sitter.Node) -> str | None:
     return None if operator is None else operator.type
 
 
-def _in_argument(node: tree_sitter.Node) -> bool:
-    """Whether the division is a bare part of a call's argument: were the call a macro, its
-    expansion could group the division's pieces with what is around them."""
+def _enclosed(kernel: Kernel, node: tree_sitter.Node) -> bool:
+    """Whether the division is part of a call's argument (were the call a macro, it could
+    regroup or stringify the division) or of a constant expression (where a split that
+    overflows stops the compile)."""
     parent = node.parent
-    while parent is not None and parent.type != "parenthesized_expression":
-        if parent.type == "argument_list":
+    while parent is not None and parent != kernel.body:
+        if parent.type == "argument_list" or parent.type in CONSTANT:
             return True
-        if parent.type.endswith("statement") or parent.type == "declaration":
-            return False
+        if any(c.type == "constexpr" for c in parent.children):
+            return True
         parent = parent.parent
     return False
 
 
+def _unknown_directive(source: Source) -> bool:
+    """A directive the parse does not know as one (`#def\\` spliced into `#define`)."""
+    return any(
+        n.type == "preproc_call" and not DIRECTIVES.match(source.text(n).lstrip())
+        for n in walk(source.root)
+    )
+
+
 def _pragma(source: Source, node: tree_sitter.Node) -> bool:
     return node.type == "preproc_call" and source.text(node).lstrip().startswith("#pragma")
-
-
-def _redefined_types(source: Source) -> set[str]:
-    """The standard integer type names the region defines itself (typedef, using, #define)."""
-    kinds = ("type_definition", "alias_declaration", "preproc_def", "preproc_function_def")
-    found = set()
-    for node in walk(source.root):
-        if node.type in kinds:
-            found |= {name for name in NAMED if re.search(rf"\b{name}\b", source.text(node))}
-    return found
 
 
 def _divisors(
@@ -183,20 +203,16 @@ def _width(
     if node.type == "cast_expression":
         kind, value = node.child_by_field_name("type"), node.child_by_field_name("value")
         cast = "" if kind is None else _words(source, kind)
-        if value is None or not _signed(cast, avoid):
+        if value is None or not SIGNED.fullmatch(cast):
             return None
         declared = _declared_type(source, kernel, bare(value), at, avoid)
         if declared is None or not INTEGER.fullmatch(declared):
             return None
         return 64 if WIDE_TYPES.search(cast) else 32
     declared = _declared_type(source, kernel, node, at, avoid)
-    if declared is None or not _signed(declared, avoid):
+    if declared is None or not SIGNED.fullmatch(declared):
         return None
     return 64 if WIDE_TYPES.search(declared) else 32
-
-
-def _signed(kind: str, avoid: set[str]) -> bool:
-    return bool(SIGNED.fullmatch(kind)) and not any(n in kind for n in avoid & set(NAMED))
 
 
 def _declared_type(
@@ -216,7 +232,7 @@ def _declared_type(
             if declaration is not None:
                 return None  # declared twice
             declaration = declares
-        elif other.type != "identifier" or not _use(other):
+        elif other.type != "identifier" or not _use(other) or _declarator_like(other):
             return None
     if declaration is None:
         return None
@@ -258,6 +274,21 @@ def _use(name: tree_sitter.Node) -> bool:
     if parent.type == "init_declarator":
         return parent.child_by_field_name("value") == name
     return parent.type in EXPRESSION
+
+
+def _declarator_like(name: tree_sitter.Node) -> bool:
+    """Whether a name stands where C++ could read a declarator: reached from a statement, an
+    initializer of a `for` or a condition through parentheses, calls, commas, `*` and `&` and
+    the left side of `=` only (`U(n) = u;` declares n where U is a type)."""
+    node, parent = name, name.parent
+    while parent is not None:
+        if parent.type == "assignment_expression":
+            if parent.child_by_field_name("left") != node:
+                return False
+        elif parent.type not in DECLARATOR_LIKE:
+            return parent.type in ("expression_statement", "for_statement", "condition_clause")
+        node, parent = parent, parent.parent
+    return False
 
 
 def _holds(scope: tree_sitter.Node, node: tree_sitter.Node) -> bool:
