@@ -216,11 +216,13 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "unsafe_division"
 def test_no_division_is_split_where_a_review_found_a_name_or_type_is_not_what_it_looks(
     path: Path,
 ) -> None:
-    """Two reviews' inputs: an unsigned name hiding the signed one (a range-for variable, a
+    """Three reviews' inputs: an unsigned name hiding the signed one (a range-for variable, a
     lambda's capture or parameter, an enumerator, a structured binding, a `using`, a field, a
     reference, `U(n) = u;`, a line splice or a universal character name spelling the same name
     two ways), a typedef, template parameter, enum, struct or macro (`#define const unsigned`,
     one the parse misses behind a splice, a comment or `%:`) renaming an integer type, a macro
     regrouping or stringifying its argument, a literal too large for a signed type, a first
-    factor narrower than the result, a split that overflows in a `static_assert`."""
+    factor narrower than the result, a split that overflows in a `static_assert` (also through
+    a `const` local or a lambda), a macro binding an operator to the dividend, a macro statement
+    declaring a name."""
     assert split_division(path.read_text(), Facts()) is None

@@ -18,14 +18,18 @@ the kernel must be a use in an expression, and none where C++ could read a decla
 else there: another declaration in an inner scope, a range-for variable, a lambda's parameter or
 capture, an enumerator, a structured binding, a `using`, a field, a reference, `::n`.
 
-Refused too: a division anywhere in a call's argument (were the call a macro, it could regroup
-or stringify it) or in a constant expression (`static_assert`, a template argument, an array
-bound, `case`, an enumerator, anything `constexpr`: a split that overflows there stops the
-compile); kernels with a directive other than a `#pragma`; regions that `#define` an integer
-keyword or a name the division reads, that hold a directive the parse does not know, a line
-splice, a universal character name or a `%:` (each can make the parse see other names than the
-compiler), or that the parse does not read cleanly. Two reviews' inputs are in
-`tests/fixtures/unsafe_division/`.
+The division must be the whole value of an initializer, an assignment or a `return` (nothing
+before it that a macro such as `#define SCALE 100 *` could bind to E), and at least one operand
+must read a parameter or a local not declared `const` (so it is never evaluated at compile
+time, where a split that overflows would stop the compile). Refused too: a division anywhere in
+a call's argument (were the call a macro, it could regroup or stringify it), in a lambda, or in
+a constant expression (`static_assert`, a template argument, an array bound, `case`, an
+enumerator, anything `constexpr`); kernels with a directive other than a `#pragma`, a name the
+region `#define`s, a call of an upper-case name or a statement that is a lone name (a macro
+such as `SHADOW;` could declare a name the parse never sees); regions that `#define` an integer
+keyword, that hold a directive the parse does not know, a line splice, a universal character
+name or a `%:` (each can make the parse see other names than the compiler), or that the parse
+does not read cleanly. Three reviews' inputs are in `tests/fixtures/unsafe_division/`.
 
 Why the value is the same: both forms have the type of the widest of the three operands (signed
 throughout, so no operand turns unsigned), and for nonzero integers a and b, truncating division
@@ -34,8 +38,8 @@ odd in each sign). The first factor is one whose division by E is already as wid
 so where the original is defined (A * B neither zero nor overflowing its type), so is the
 rewrite, with one exception: E the minimum of its type and the first factor -1, where E / A
 overflows; an index never is. No operand has a side effect, so evaluating them in another
-grouping changes nothing else. Not seen: a header's macro that renames a name the division
-reads; benchmark_code's checks remain the net there.
+grouping changes nothing else. Not seen: a header's macro of a lower-case name that declares or
+renames a name the division reads; benchmark_code's checks remain the net there.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from typing import TYPE_CHECKING
 
 import tree_sitter
 
-from nvcc_opt.search.cuda import Edit, Kernel, Source, edited, walk
+from nvcc_opt.search.cuda import Edit, Kernel, Source, calls_macro, edited, walk
 from nvcc_opt.search.staging import bare, defined_macros
 
 if TYPE_CHECKING:
@@ -92,7 +96,7 @@ def split_division(code: str, facts: Facts) -> str | None:
         return None
     edits: list[Edit] = []
     for kernel in source.kernels():
-        if any(n.type.startswith("preproc") and not _pragma(source, n) for n in walk(kernel.body)):
+        if not _plain(source, kernel, macros):
             continue
         for node in walk(kernel.body):
             split = _split(source, kernel, node, macros)
@@ -103,7 +107,9 @@ def split_division(code: str, facts: Facts) -> str | None:
 
 def _split(source: Source, kernel: Kernel, node: tree_sitter.Node, avoid: set[str]) -> str | None:
     """`((E / A) / B)` for a division `E / (A * B)` that may be split, else None."""
-    if node.type != "binary_expression" or _operator(node) != "/" or _enclosed(kernel, node):
+    if node.type != "binary_expression" or _operator(node) != "/":
+        return None
+    if _enclosed(kernel, node) or not _whole_value(node):
         return None
     left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
     if left is None or right is None or right.type != "parenthesized_expression":
@@ -116,6 +122,8 @@ def _split(source: Source, kernel: Kernel, node: tree_sitter.Node, avoid: set[st
         return None
     widths = [_width(source, kernel, bare(n), node, avoid) for n in (left, a, b)]
     if any(w is None for w in widths):
+        return None
+    if not any(_variable(source, kernel, bare(n), node, avoid) for n in (left, a, b)):
         return None
     dividend = _name(source, bare(left))
     shared = _divisors(source, kernel, dividend, node)
@@ -137,13 +145,29 @@ def _operator(node: tree_sitter.Node) -> str | None:
     return None if operator is None else operator.type
 
 
+def _whole_value(node: tree_sitter.Node) -> bool:
+    """Whether the division (in any parentheses) is the whole value of an initializer, of an
+    assignment or of a `return`: nothing before it in its expression, which a macro (`#define
+    SCALE 100 *`) could bind to its dividend."""
+    while node.parent is not None and node.parent.type == "parenthesized_expression":
+        node = node.parent
+    parent = node.parent
+    if parent is None:
+        return False
+    if parent.type == "init_declarator":
+        return parent.child_by_field_name("value") == node
+    if parent.type == "assignment_expression":
+        return parent.child_by_field_name("right") == node
+    return parent.type == "return_statement"
+
+
 def _enclosed(kernel: Kernel, node: tree_sitter.Node) -> bool:
     """Whether the division is part of a call's argument (were the call a macro, it could
     regroup or stringify the division) or of a constant expression (where a split that
     overflows stops the compile)."""
     parent = node.parent
     while parent is not None and parent != kernel.body:
-        if parent.type == "argument_list" or parent.type in CONSTANT:
+        if parent.type in ("argument_list", "lambda_expression") or parent.type in CONSTANT:
             return True
         if any(c.type == "constexpr" for c in parent.children):
             return True
@@ -157,6 +181,23 @@ def _unknown_directive(source: Source) -> bool:
         n.type == "preproc_call" and not DIRECTIVES.match(source.text(n).lstrip())
         for n in walk(source.root)
     )
+
+
+def _plain(source: Source, kernel: Kernel, macros: set[str]) -> bool:
+    """No directive but a `#pragma` in the kernel, no name the region `#define`s, no statement
+    that is a lone name and no call of an upper-case name (a macro such as `SHADOW;` could
+    declare a name the parse never sees)."""
+    for node in walk(kernel.body):
+        if node.type.startswith("preproc") and not _pragma(source, node):
+            return False
+        if node.type == "identifier" and source.text(node) in macros:
+            return False
+        if calls_macro(source, node):
+            return False
+        lone = node.type == "expression_statement" and node.named_children
+        if lone and bare(node.named_children[0]).type == "identifier":
+            return False
+    return True
 
 
 def _pragma(source: Source, node: tree_sitter.Node) -> bool:
@@ -220,6 +261,26 @@ def _declared_type(
 ) -> str | None:
     """The type a name at `at` was declared with, when that is the kernel's one declaration of
     it and every other occurrence of the name in the kernel is a use in an expression."""
+    found = _declared(source, kernel, node, at, avoid)
+    return None if found is None else found[0]
+
+
+def _variable(
+    source: Source, kernel: Kernel, node: tree_sitter.Node, at: tree_sitter.Node, avoid: set[str]
+) -> bool:
+    """Whether an operand reads a parameter or a local not declared `const`: then the division
+    is never evaluated at compile time (where a split that overflows would stop the compile)."""
+    if node.type == "cast_expression":
+        value = node.child_by_field_name("value")
+        return value is not None and _variable(source, kernel, bare(value), at, avoid)
+    found = _declared(source, kernel, node, at, avoid)
+    return found is not None and (found[1] or "const" not in found[0].split())
+
+
+def _declared(
+    source: Source, kernel: Kernel, node: tree_sitter.Node, at: tree_sitter.Node, avoid: set[str]
+) -> tuple[str, bool] | None:
+    """(the declared type, whether it is a parameter) for `_declared_type`."""
     if node.type != "identifier" or source.text(node) in avoid:
         return None
     name = source.text(node)
@@ -244,7 +305,7 @@ def _declared_type(
     if kind is None:
         return None
     qualifiers = [source.text(c) for c in declaration.children if c.type == "type_qualifier"]
-    return " ".join([*qualifiers, _words(source, kind)])
+    return " ".join([*qualifiers, _words(source, kind)]), declaration.type != "declaration"
 
 
 def _declaration(kernel: Kernel, name: tree_sitter.Node) -> tree_sitter.Node | None:
