@@ -79,6 +79,10 @@ class Source:
     def text(self, node: tree_sitter.Node) -> str:
         return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
+    def words(self, node: tree_sitter.Node) -> str:
+        """The node's text with each run of whitespace as one space (`unsigned   long`)."""
+        return " ".join(self.text(node).split())
+
     def errors(self) -> int:
         return sum(1 for n in walk(self.root) if n.is_error or n.is_missing)
 

@@ -120,23 +120,16 @@ def _split(source: Source, kernel: Kernel, node: tree_sitter.Node, avoid: set[st
     a, b = product.child_by_field_name("left"), product.child_by_field_name("right")
     if a is None or b is None:
         return None
-    widths = [_width(source, kernel, bare(n), node, avoid) for n in (left, a, b)]
-    if any(w is None for w in widths):
+    found = [_operand(source, kernel, bare(n), node, avoid) for n in (left, a, b)]
+    operands = [o for o in found if o is not None]
+    if len(operands) != 3 or not any(variable for _, variable in operands):
         return None
-    if not any(_variable(source, kernel, bare(n), node, avoid) for n in (left, a, b)):
-        return None
-    dividend = _name(source, bare(left))
-    shared = _divisors(source, kernel, dividend, node)
-    widest = max(w or 0 for w in widths)
-    texts = [source.text(n) for n in (left, a, b)]
-    for first, second in ((1, 2), (2, 1)):
-        name = _name(source, bare((a, b)[first - 1]))
-        if (
-            name is not None
-            and name in shared
-            and max(widths[0] or 0, widths[first] or 0) == widest
-        ):
-            return f"(({texts[0]} / {texts[first]}) / {texts[second]})"
+    shared = _divisors(source, kernel, _name(source, bare(left)), node)
+    widest = max(width for width, _ in operands)
+    factors = ((a, operands[1][0]), (b, operands[2][0]))
+    for (first, width), (second, _) in (factors, factors[::-1]):
+        if _name(source, bare(first)) in shared and max(operands[0][0], width) == widest:
+            return f"(({source.text(left)} / {source.text(first)}) / {source.text(second)})"
     return None
 
 
@@ -209,13 +202,15 @@ def _divisors(
 ) -> set[str]:
     """The names the kernel divides the name `dividend` by (`/` or `%`) elsewhere."""
     found: set[str] = set()
+    if dividend is None:
+        return found
     for node in walk(kernel.body):
         if node == skip or node.type != "binary_expression":
             continue
         if _operator(node) not in ("/", "%"):
             continue
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-        if left is None or right is None or dividend is None:
+        if left is None or right is None:
             continue
         name = _name(source, bare(right))
         if _name(source, bare(left)) == dividend and name is not None:
@@ -231,56 +226,39 @@ def _name(source: Source, node: tree_sitter.Node) -> str | None:
     return source.text(node) if node.type == "identifier" else None
 
 
-def _width(
+def _operand(
     source: Source, kernel: Kernel, node: tree_sitter.Node, at: tree_sitter.Node, avoid: set[str]
-) -> int | None:
-    """32 or 64 for an operand the split may take (a signed name, a cast of an integer name to
-    a signed type, a decimal literal without `u` that fits), else None."""
+) -> tuple[int, bool] | None:
+    """(32 or 64, whether it reads a variable) for an operand the split may take: a signed name,
+    a cast of an integer name to a signed type, a decimal literal without `u` that fits; else
+    None. A variable is a parameter or a local not declared `const`: a division that reads one
+    is never evaluated at compile time (where a split that overflows would stop the compile)."""
     if node.type == "number_literal":
         literal = LITERAL.fullmatch(source.text(node))
         if literal is None or int(literal.group(1)) >= 2**63:
             return None
-        return 64 if literal.group(2) or int(literal.group(1)) >= 2**31 else 32
+        return (64 if literal.group(2) or int(literal.group(1)) >= 2**31 else 32), False
+    cast = None
     if node.type == "cast_expression":
         kind, value = node.child_by_field_name("type"), node.child_by_field_name("value")
-        cast = "" if kind is None else _words(source, kind)
-        if value is None or not SIGNED.fullmatch(cast):
+        cast = None if kind is None else source.words(kind)
+        if value is None or cast is None or not SIGNED.fullmatch(cast):
             return None
-        declared = _declared_type(source, kernel, bare(value), at, avoid)
-        if declared is None or not INTEGER.fullmatch(declared):
-            return None
-        return 64 if WIDE_TYPES.search(cast) else 32
-    declared = _declared_type(source, kernel, node, at, avoid)
-    if declared is None or not SIGNED.fullmatch(declared):
+        node = bare(value)
+    found = _declared(source, kernel, node, at, avoid)
+    if found is None or not (INTEGER if cast else SIGNED).fullmatch(found[0]):
         return None
-    return 64 if WIDE_TYPES.search(declared) else 32
-
-
-def _declared_type(
-    source: Source, kernel: Kernel, node: tree_sitter.Node, at: tree_sitter.Node, avoid: set[str]
-) -> str | None:
-    """The type a name at `at` was declared with, when that is the kernel's one declaration of
-    it and every other occurrence of the name in the kernel is a use in an expression."""
-    found = _declared(source, kernel, node, at, avoid)
-    return None if found is None else found[0]
-
-
-def _variable(
-    source: Source, kernel: Kernel, node: tree_sitter.Node, at: tree_sitter.Node, avoid: set[str]
-) -> bool:
-    """Whether an operand reads a parameter or a local not declared `const`: then the division
-    is never evaluated at compile time (where a split that overflows would stop the compile)."""
-    if node.type == "cast_expression":
-        value = node.child_by_field_name("value")
-        return value is not None and _variable(source, kernel, bare(value), at, avoid)
-    found = _declared(source, kernel, node, at, avoid)
-    return found is not None and (found[1] or "const" not in found[0].split())
+    declared, parameter = found
+    width = 64 if WIDE_TYPES.search(cast or declared) else 32
+    return width, parameter or "const" not in declared.split()
 
 
 def _declared(
     source: Source, kernel: Kernel, node: tree_sitter.Node, at: tree_sitter.Node, avoid: set[str]
 ) -> tuple[str, bool] | None:
-    """(the declared type, whether it is a parameter) for `_declared_type`."""
+    """(the type a name at `at` was declared with, whether it is a parameter), when that is the
+    kernel's one declaration of it and every other occurrence of the name in the kernel is a
+    use in an expression."""
     if node.type != "identifier" or source.text(node) in avoid:
         return None
     name = source.text(node)
@@ -305,7 +283,7 @@ def _declared(
     if kind is None:
         return None
     qualifiers = [source.text(c) for c in declaration.children if c.type == "type_qualifier"]
-    return " ".join([*qualifiers, _words(source, kind)]), declaration.type != "declaration"
+    return " ".join([*qualifiers, source.words(kind)]), declaration.type != "declaration"
 
 
 def _declaration(kernel: Kernel, name: tree_sitter.Node) -> tree_sitter.Node | None:
@@ -354,7 +332,3 @@ def _declarator_like(name: tree_sitter.Node) -> bool:
 
 def _holds(scope: tree_sitter.Node, node: tree_sitter.Node) -> bool:
     return scope.start_byte <= node.start_byte and node.end_byte <= scope.end_byte
-
-
-def _words(source: Source, node: tree_sitter.Node) -> str:
-    return " ".join(source.text(node).split())

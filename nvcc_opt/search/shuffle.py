@@ -242,7 +242,7 @@ def _shared_type(
         name = declared[0].child_by_field_name("declarator")
         if name is None or source.text(name) != array:
             continue
-        element = " ".join(source.text(node.child_by_field_name("type") or node).split())
+        element = source.words(node.child_by_field_name("type") or node)
         return element if element in carried else None
     return None
 

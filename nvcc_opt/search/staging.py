@@ -551,7 +551,7 @@ def math_call(source: Source, call: tree_sitter.Node) -> bool:
 def _plain_cast(source: Source, cast: tree_sitter.Node) -> bool:
     """A cast to an arithmetic type (never to a reference or a class, which could bind)."""
     kind = cast.child_by_field_name("type")
-    return kind is not None and bool(CAST_TYPE.fullmatch(" ".join(source.text(kind).split())))
+    return kind is not None and bool(CAST_TYPE.fullmatch(source.words(kind)))
 
 
 def as_value(read: tree_sitter.Node) -> bool:

@@ -783,7 +783,7 @@ def _accumulators(
     (stores, calls, other updates, or an addend that reads an accumulator)."""
     declared: dict[str, tuple[str, tree_sitter.Node]] = {}
     for decl in decls:
-        kind = " ".join(source.text(decl.child_by_field_name("type") or decl).split())
+        kind = source.words(decl.child_by_field_name("type") or decl)
         for declarator in decl.children_by_field_name("declarator"):
             name = declarator.child_by_field_name("declarator")
             if declarator.type == "init_declarator" and name is not None:

@@ -200,7 +200,7 @@ def hoist(code: str, facts: Facts) -> str | None:
                 if pointer is None or node not in pointer.reads:
                     continue
                 if _invariant(source, node, changed):
-                    candidates.setdefault(" ".join(source.text(node).split()), []).append(node)
+                    candidates.setdefault(source.words(node), []).append(node)
             if not candidates:
                 continue
             anchor = preceding_pragma(loop) or loop
