@@ -1,8 +1,9 @@
 """`nvcc-opt import` and `export`: rewrites as JSON, so teams can share them.
 
-Import checks the whole file before it writes anything: every bad entry is reported with the file
-and the line the entry starts on, and then nothing is stored. Imported rewrites always arrive as
-*proposed*, whatever state they had where they were exported.
+Import checks the whole file before it writes anything: every bad entry (compile_args outside
+nvcc_opt.flags' allowlist included) is reported with the file and the line the entry starts on,
+and then nothing is stored. Imported rewrites always arrive as *proposed*, whatever state they
+had where they were exported.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from nvcc_opt import flags
 from nvcc_opt.records import CompileContext, NewRewrite, RegionSpan, Rewrite, RewriteState
 from nvcc_opt.regions.scan import scan
 from nvcc_opt.store.api import Store
@@ -239,8 +241,11 @@ def import_file(store: Store, path: Path, root: Path) -> list[Imported]:
     problems: list[str] = []
     for index, entry in enumerate(bundle.rewrites):
         line = lines[index] if index < len(lines) else 1
+        where = f"{path}:{line}: rewrites[{index}]"
+        # the entry's own targets, when it names them, are the only ones it can ever apply to
+        problems += [f"{where}: {r}" for r in flags.refused(entry.compile_args, entry.targets)]
         try:
-            resolved.append(resolve(store, entry, root, f"{path}:{line}: rewrites[{index}]"))
+            resolved.append(resolve(store, entry, root, where))
         except ImportFileError as exc:
             problems.append(str(exc))
     if problems:

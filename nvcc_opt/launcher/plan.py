@@ -1,7 +1,8 @@
 """Deciding what one tagged compile does: which accepted rewrites apply, with which extra flags.
 
 Pure: the inputs are the scan, the accepted rewrites the store returned and the compile's targets.
-Every region gets an outcome that `nvcc-opt explain` can also show.
+Every region gets an outcome that `nvcc-opt explain` can also show. A rewrite whose compile_args
+`nvcc_opt.flags` refuses for this compile is not applied, and the build says why.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ class Outcome(Value):
     region: RegionSpan
     rewrite: AcceptedRewrite | None  # the rewrite to splice, or None
     why: str  # one line: why this region does or does not get a rewrite
-    warn: bool  # the build should say `why` (a conflict the user must resolve)
+    warn: bool  # the build should say `why` (a conflict or refused flags the user must resolve)
 
     def __init__(
         self, region: RegionSpan, rewrite: AcceptedRewrite | None, why: str, warn: bool = False
@@ -79,9 +80,19 @@ def plan(
                 ",".join(targets) or "nvcc's default"
             )
             outcomes.append(Outcome(region, None, why))
+        elif refusals := _refused_flags(rewrite, targets):
+            # a store edited by hand (or an old one) must never put a command on nvcc's line
+            why = f"rewrite #{rewrite.id} not applied: " + "; ".join(refusals)
+            outcomes.append(Outcome(region, None, why, warn=True))
         else:
             outcomes.append(Outcome(region, rewrite, f"rewrite #{rewrite.id} applied"))
     return _drop_conflicts(outcomes)
+
+
+def _refused_flags(rewrite: AcceptedRewrite, targets: Sequence[str]) -> list[str]:
+    from nvcc_opt import flags  # here: most tagged compiles have no accepted rewrite to check
+
+    return flags.refused(rewrite.compile_args, targets)
 
 
 def _drop_conflicts(outcomes: list[Outcome]) -> Plan:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from nvcc_opt import flags
 from nvcc_opt.entry import GUARD
 from nvcc_opt.launcher import argv, candidate, chain
 from nvcc_opt.tools import ptxas
@@ -66,7 +67,11 @@ class Analysis:
         Args:
             code: The complete new text of the region to analyse; omit it to analyse the region
                 as it is now.
-            compile_args: Extra nvcc flags for this file only, e.g. ["-maxrregcount=64"].
+            compile_args: Extra nvcc flags for this file only, code generation only, e.g.
+                ["-maxrregcount=64"]: fast math or its parts (-ftz, -prec-div, -prec-sqrt, -fmad
+                =true|false), -maxrregcount=N, -Xptxas options (-O3, -v, -dlcm=cg, ...),
+                -lineinfo, -restrict, -extra-device-vectorization, -O0..-O3, and
+                -gencode=arch=compute_XXa,code=sm_XXa for the build's GPU sm_XX.
 
         Returns:
             Per kernel and GPU architecture the ptxas resource usage and occupancy at the
@@ -74,6 +79,10 @@ class Analysis:
             store widths from the PTX, and an instruction mix, excerpt and digest of the SASS
             where cuobjdump or nvdisasm is installed (equal digests: the same machine code).
         """
+        try:
+            flags.check(compile_args or [])
+        except flags.FlagError as exc:
+            raise ToolError(f"{exc}\nNothing was compiled; call again with allowed flags.") from exc
         text = self.bench.region.text if code is None else code
         declared, devices = ptxas.kernels(ptxas.code_only(text))
         if not declared and not devices:

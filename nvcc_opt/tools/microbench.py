@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvcc_opt.launcher.argv import ALL_OPTIONS, Role
+from nvcc_opt import flags
 from nvcc_opt.tools.output import cap
 from nvcc_opt.tools.schema import ToolError, tool
 from nvcc_opt.verify.stats import summarize
@@ -36,16 +36,6 @@ EXPLORE_SEED = 1  # the header's default too: a program run by hand sees the exp
 SHOWN_CHARS = 8_000  # per stream of program output, so that the tables above are never cut
 SHOWN_LINES = 120
 
-_OPTIONS = {name: opt for opt in ALL_OPTIONS for name in (opt.long, opt.short) if name}
-_REFUSED = {
-    Role.OUTPUT: "the tool names the program",
-    Role.DEPFILE: "the tool writes no depfile",
-    Role.DEP_TARGET: "the tool writes no depfile",
-    Role.OTHER_MODE: "the tool compiles and links one program",
-    Role.HOST_COMPILER: "the host compiler is fixed",
-    Role.OPTIONS_FILE: "flags go in compile_args itself",
-}
-_SAFE = re.compile(r"[A-Za-z0-9_.,:=+-]+")  # no "/": nothing may name a file outside the folder
 _LINE = re.compile(r"NVCC_OPT_(TIME|RESULT)((?: +[^\s=]+=\S*)+) *")
 
 
@@ -86,26 +76,14 @@ class FreshRun:
     parsed: Parsed
 
 
-def check_compile_args(args: Sequence[str]) -> None:
-    """Raise ToolError unless `args` are nvcc flags (and their values) that name no files."""
-    value_next = False
-    for arg in args:
-        if not _SAFE.fullmatch(arg) or ".." in arg:
-            raise ToolError(
-                f"compile_args: {arg!r} is refused: only flags and values made of letters, digits "
-                "and _.,:=+- (no paths, spaces or shell characters), e.g. ['-use_fast_math']"
-            )
-        if value_next:
-            value_next = False
-            continue
-        if not arg.startswith("-") or arg == "-":
-            raise ToolError(
-                f"compile_args: {arg!r} is not a flag; put the whole program in `source`"
-            )
-        opt = _OPTIONS.get(arg.split("=", 1)[0])
-        if opt is not None and opt.role in _REFUSED:
-            raise ToolError(f"compile_args: {arg} is refused: {_REFUSED[opt.role]}")
-        value_next = opt is not None and opt.value and "=" not in arg
+def _allowed(compile_args: Sequence[str]) -> list[str]:
+    """`compile_args` as a list, or ToolError saying what is refused and what is allowed: the
+    allowlist every entry point uses (nvcc_opt.flags); the program is standalone, so syntax only."""
+    try:
+        flags.check(compile_args)
+    except flags.FlagError as exc:
+        raise ToolError(str(exc)) from exc
+    return list(compile_args)
 
 
 def parse_output(stdout: str) -> Parsed:
@@ -184,17 +162,18 @@ class Microbench:
         Args:
             source: The whole program (a .cu file with main); errors name it bench.cu, with
                 your line numbers.
-            compile_args: Extra nvcc flags, e.g. ["-use_fast_math", "-Xptxas", "-v"]; the tool
-                already passes -O3 -arch=<the GPU's> -lineinfo.
+            compile_args: Extra nvcc flags, code generation only, e.g. ["-use_fast_math",
+                "-Xptxas", "-v"]: fast math or its parts, -maxrregcount=N, -Xptxas options,
+                -restrict, -extra-device-vectorization, -O0..-O3, -arch=sm_XXa (no macros,
+                include paths, libraries or files); the tool already passes -O3
+                -arch=<the GPU's> -lineinfo.
             args: Command-line arguments for the program, e.g. sizes ["1048576"].
 
         Returns:
             Whether it compiled (else the compiler's errors), how the run ended, a table of the
             timings (ms per launch) and checksums it reported, then its stdout and stderr.
         """
-        flags = list(compile_args or [])
-        check_compile_args(flags)
-        folder, messages = self._build(source, flags)
+        folder, messages = self._build(source, _allowed(compile_args or []))
         if folder is None:
             return f"compiled: no (bench.cu is your source, lines as you sent them)\n{messages}"
         done = self._run(folder, list(args or []), EXPLORE_SEED)
@@ -217,9 +196,7 @@ class Microbench:
         from the exploration seed. Raises MicrobenchError when it does not build."""
         if not seeds or EXPLORE_SEED in seeds:
             raise ValueError(f"fresh runs need seeds other than {EXPLORE_SEED}, got {seeds}")
-        flags = list(compile_args)
-        check_compile_args(flags)
-        folder, messages = self._build(source, flags)
+        folder, messages = self._build(source, _allowed(compile_args))
         if folder is None:
             raise MicrobenchError(f"the program does not build:\n{messages}")
         runs = []
@@ -233,10 +210,10 @@ class Microbench:
         base = [self.nvcc, "-O3", f"-arch={self.arch}", "-lineinfo", "-I."]
         return [*base, *compile_args, "-o", PROGRAM, SOURCE]
 
-    def _build(self, source: str, flags: list[str]) -> tuple[Path | None, str]:
+    def _build(self, source: str, extra: list[str]) -> tuple[Path | None, str]:
         """The folder of a built program (or None) and the compiler's messages (trimmed to the
         errors when it failed). A program built before is not built again."""
-        key = hashlib.sha256(json.dumps([source, flags, self.nvcc, self.arch]).encode()).hexdigest()
+        key = hashlib.sha256(json.dumps([source, extra, self.nvcc, self.arch]).encode()).hexdigest()
         if key in self._built:
             return self._built[key]
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -244,7 +221,7 @@ class Microbench:
         (folder / SOURCE).write_text(source, encoding="utf-8", newline="")
         shutil.copyfile(HEADER, folder / HEADER.name)
         done = self.runner.run(
-            self.compile_command(flags),
+            self.compile_command(extra),
             cwd=folder,
             timeout_s=self.compile_timeout_s,
             writable=[folder],

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from nvcc_opt import flags
 from nvcc_opt.tools import ncu, ptxas
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.schema import ToolError, tool
@@ -63,7 +64,8 @@ class Profile:
         Args:
             code: The complete new text of the region to profile; omit it to profile the region
                 as it is now.
-            compile_args: Extra nvcc flags for this file only, e.g. ["-maxrregcount=64"].
+            compile_args: Extra nvcc flags for this file only, code generation only, e.g.
+                ["-maxrregcount=64"]: as benchmark_code takes them.
 
         Returns:
             Per kernel, averaged over its first few profiled launches: time per launch, DRAM
@@ -72,6 +74,10 @@ class Profile:
             three stall reasons with their share of a warp's cycles. Correctness is not checked:
             use benchmark_code for that.
         """
+        try:
+            flags.check(compile_args or [])
+        except flags.FlagError as exc:
+            raise ToolError(f"{exc}\nNothing was built; call again with allowed flags.") from exc
         text = self.bench.region.text if code is None else code
         declared, _ = ptxas.kernels(ptxas.code_only(text))
         if not declared:
