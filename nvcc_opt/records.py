@@ -83,6 +83,13 @@ class Decision:
     forced: bool = False
 
 
+# Reason lines that say what a verification could not establish on its machine: a run not
+# contained (its processes could outlive it, or it could write what it must not), no channel
+# measuring the runs. Kept with the reasons; accepting needs --force while the latest
+# verification has one, even when it passed.
+CAVEATS = ("uncontained:", "unmeasured:")
+
+
 @dataclass(frozen=True)
 class Verification:
     """An independent verification of a rewrite: the verdict, its reasons and its numbers."""
@@ -95,6 +102,11 @@ class Verification:
     statistics: dict[str, object]
     context: CompileContext | None  # what it was verified with (compiler, flags, file, targets)
     machine: str
+
+    @property
+    def caveats(self) -> tuple[str, ...]:
+        """The reason lines that start with one of CAVEATS."""
+        return tuple(r for r in self.reasons if r.startswith(CAVEATS))
 
 
 @dataclass(frozen=True)

@@ -35,13 +35,19 @@ class NeedsForce(Exception):
 
 
 def acceptance_problem(store: Store, rewrite: Rewrite) -> str:
-    """Why accepting needs --force: never verified here, failed, or verified in another context."""
+    """Why accepting needs --force: never verified here, failed, passed with a caveat (runs
+    not contained, not measured), or verified in another context."""
     last = rewrite.last_verification
     if last is None:
         return f"#{rewrite.id} was never verified here: run `nvcc-opt verify {rewrite.id}`"
     if not last.passed:
         why = "; ".join(last.reasons[:2]) or "no reason recorded"
         return f"#{rewrite.id}'s last verification ({last.at}) says {last.status}: {why}"
+    if last.caveats:
+        return (
+            f"#{rewrite.id}'s last verification ({last.at}) passed, but {'; '.join(last.caveats)}"
+            f" (verify it where runs are contained and measured)"
+        )
     changed = report.changed_since_verification(store, rewrite)
     if changed:
         return (
@@ -118,6 +124,7 @@ def summary(rewrite: Rewrite) -> dict[str, object]:
         "compile_args": list(rewrite.compile_args),
         "targets": None if rewrite.targets is None else list(rewrite.targets),
         "suspect": rewrite.suspect,
+        "caveats": list(caveats(rewrite)),
         "origin": rewrite.origin,
         "model": rewrite.model,
         "statistics": rewrite.statistics,
@@ -134,6 +141,13 @@ def summary(rewrite: Rewrite) -> dict[str, object]:
             for d in rewrite.decisions
         ],
     }
+
+
+def caveats(rewrite: Rewrite) -> tuple[str, ...]:
+    """What the latest verification could not establish (its `uncontained:`, `unmeasured:`
+    lines); () when never verified."""
+    last = rewrite.last_verification
+    return () if last is None else last.caveats
 
 
 def describe(rewrite: Rewrite, changed: Sequence[str] = ()) -> str:
@@ -154,6 +168,7 @@ def describe(rewrite: Rewrite, changed: Sequence[str] = ()) -> str:
         lines.append(f"  numbers: {json.dumps(rewrite.statistics, sort_keys=True)}")
     if rewrite.suspect:
         lines.append(f"  SUSPECT: {rewrite.suspect}")
+    lines += [f"  CAVEAT of the last verification: {c}" for c in caveats(rewrite)]
     for decision in rewrite.decisions:
         why = f": {decision.reason}" if decision.reason else ""
         lines.append(

@@ -29,8 +29,9 @@ PROMPT = {
 @click.option(
     "--force",
     is_flag=True,
-    help="Accept even what was never verified here, failed its last verification, or was "
-    "verified in another context; recorded with the decision.",
+    help="Accept even what was never verified here, failed its last verification, passed it "
+    "with runs not contained or not measured, or was verified in another context; recorded "
+    "with the decision.",
 )
 @click.pass_context
 def review(
@@ -48,8 +49,9 @@ def review(
 
     Decisions given as options run in the order accepts, rejects, revokes, and stop at the first
     that is not allowed. Accepting needs a passing `nvcc-opt verify` in the build's current
-    context, or --force. Accepting or revoking touches the region's stamp: the next build
-    recompiles exactly the translation units that hold it.
+    context whose runs were all contained and measured, or --force. Accepting or revoking
+    touches the region's stamp: the next build recompiles exactly the translation units that
+    hold it.
     """
     actions = [("accept", i) for i in accept] + [("reject", i) for i in reject]
     actions += [("revoke", i) for i in revoke]
@@ -71,7 +73,9 @@ def _shown(store: Store, all_: bool) -> list[Rewrite]:
 def _line(r: Rewrite) -> str:
     flags = f" [{' '.join(r.compile_args)}]" if r.compile_args else ""
     suspect = " SUSPECT" if r.suspect else ""
-    return f"#{r.id} {r.state.value:<8} {r.file} {r.region_name}{flags}{suspect}"
+    # the caveats' own words, upper-cased: UNCONTAINED, UNMEASURED
+    marks = "".join(f" {c.split(':', 1)[0].upper()}" for c in decisions.caveats(r))
+    return f"#{r.id} {r.state.value:<8} {r.file} {r.region_name}{flags}{suspect}{marks}"
 
 
 def _list(store: Store, as_json: bool, all_: bool) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from nvcc_opt import paths
-from nvcc_opt.records import Rewrite, RewriteState
+from nvcc_opt.records import Rewrite, RewriteState, Verification
 from nvcc_opt.store.api import Store
-from tests.cli_helpers import invoke, propose, record, write_source
+from tests.cli_helpers import context, invoke, propose, record, write_source
 
 OLD = 1_000_000_000  # a stamp mtime (2001) that any touch moves
 
@@ -180,3 +180,60 @@ def test_diff_notes_a_region_whose_text_changed(db: Path, source: Path) -> None:
 def test_nothing_to_review(db: Path) -> None:
     result = invoke(db, "review")
     assert (result.exit_code, result.output) == (0, "nothing to review\n")
+
+
+UNCONTAINED = "uncontained: no bubblewrap (not installed), no namespaces (Operation not permitted)"
+
+
+def _verify(db: Path, source: Path, rewrite_id: int, *reasons: str) -> None:
+    """A passing verification in the build's current context, with `reasons` kept."""
+    with Store.open(db) as store:
+        store.add_verification(
+            Verification(
+                rewrite_id, "", True, "improved", reasons, {"speedup": 1.5}, context(source), "h"
+            )
+        )
+
+
+def test_accepting_what_was_verified_uncontained_needs_force(db: Path, source: Path) -> None:
+    rewrite_id = propose(db, source, "scale")
+    _verify(db, source, rewrite_id, "sanitizer: not run", UNCONTAINED)
+    refused = invoke(db, "review", "--accept", str(rewrite_id))
+    assert refused.exit_code == 1
+    assert (
+        f"#{rewrite_id}'s last verification" in refused.output and "passed, but" in refused.output
+    )
+    assert UNCONTAINED in refused.output and "--force" in refused.output
+    assert "sanitizer" not in refused.output, "only the caveats, not every note"
+    assert _rewrite(db, rewrite_id).state is RewriteState.PROPOSED
+    assert not _stamp_touched(db, source, "scale")
+
+    forced = invoke(db, "review", "--accept", str(rewrite_id), "--force")
+    assert forced.exit_code == 0, forced.output
+    accepted = _rewrite(db, rewrite_id)
+    assert accepted.state is RewriteState.ACCEPTED and accepted.decisions[-1].forced
+
+
+def test_the_latest_verification_decides(db: Path, source: Path) -> None:
+    rewrite_id = propose(db, source, "scale")
+    _verify(db, source, rewrite_id, UNCONTAINED)
+    _verify(db, source, rewrite_id, "sanitizer: not run")  # again, where runs were contained
+    result = invoke(db, "review", "--accept", str(rewrite_id))
+    assert result.exit_code == 0, result.output
+    assert not _rewrite(db, rewrite_id).decisions[-1].forced
+
+
+def test_review_shows_the_caveats(db: Path, source: Path) -> None:
+    rewrite_id = propose(db, source, "scale")
+    unmeasured = "unmeasured: no channel (no GPU here)"
+    _verify(db, source, rewrite_id, UNCONTAINED, unmeasured)
+    listed = invoke(db, "review", "--list").output
+    assert listed == f"#{rewrite_id} proposed {source} scale UNCONTAINED UNMEASURED\n"
+    (data,) = json.loads(invoke(db, "review", "--json").output)
+    assert data["caveats"] == [UNCONTAINED, unmeasured]
+
+    shown = invoke(db, "review", input="a\n\nn\n")  # accept, no reason, do not force
+    assert shown.exit_code == 0, shown.output
+    assert f"CAVEAT of the last verification: {UNCONTAINED}" in shown.output
+    assert "Accept anyway?" in shown.output
+    assert _rewrite(db, rewrite_id).state is RewriteState.PROPOSED

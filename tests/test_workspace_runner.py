@@ -1,4 +1,5 @@
-"""The process runner: argv only, whole process groups killed, capped output, the bwrap sandbox."""
+"""The process runner: argv only, whole process groups killed, capped output, the bwrap sandbox.
+Containment at each level (namespaces, subreaper) is in test_workspace_contain.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nvcc_opt.workspace import sandbox
+from nvcc_opt.workspace import containment, sandbox
 from nvcc_opt.workspace.runner import GRACE_S, ProcessRunner, ScriptedRunner, completed
 
 needs_bwrap = pytest.mark.skipif(
@@ -73,7 +74,7 @@ def test_status_streams_wall_time_and_environment(tmp_path: Path) -> None:
     assert (done.exit_status, done.stdout, done.stderr) == (1, "this\n", "bad\n")
     assert done.argv == tuple(argv) and not done.ok
     assert 0.2 <= done.wall_s < 10
-    assert (done.sandboxed, done.note) == (False, "")
+    assert (done.sandboxed, done.contained, done.note) == (False, False, ""), "not asked"
 
 
 def test_a_missing_program_is_exit_127_with_a_message(tmp_path: Path) -> None:
@@ -123,13 +124,20 @@ def test_results_say_when_bubblewrap_is_missing(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     sandbox.unavailable.cache_clear()
+    containment.chosen.cache_clear()
     try:
         done = ProcessRunner().run(["/bin/true"], cwd=tmp_path, timeout_s=10)
+        level = containment.chosen()
     finally:
         monkeypatch.undo()
         sandbox.unavailable.cache_clear()
-    assert done.ok and not done.sandboxed
-    assert done.note == "not sandboxed: bubblewrap not installed"
+        containment.chosen.cache_clear()
+    assert done.ok and level.kind != containment.BUBBLEWRAP
+    assert level.skipped.startswith("no bubblewrap (bubblewrap not installed)")
+    if level.kind == containment.NONE:
+        assert not done.contained and done.note == f"uncontained: {level.skipped}"
+    else:
+        assert done.contained and done.note.startswith("contained: "), done.note
 
 
 @needs_bwrap
@@ -141,7 +149,7 @@ def test_sandbox_writes_only_inside_writable_folders(tmp_path: Path) -> None:
     done = ProcessRunner().run(
         ["sh", "-c", script], cwd=work, timeout_s=30, writable=[work / "out"]
     )
-    assert done.sandboxed and done.note == ""
+    assert done.sandboxed and done.contained and done.note == "contained: bubblewrap"
     assert done.exit_status != 0 and "Read-only file system" in done.stderr
     assert (work / "out" / "a").read_text() == "in\n"
     assert (work / "out" / "t").read_text() == "t\n", "TMPDIR is the last writable folder"
@@ -184,14 +192,16 @@ def test_sandboxed_timeout_leaves_no_process_behind(tmp_path: Path) -> None:
 
 
 def test_scripted_runner_answers_in_order_and_records_calls(tmp_path: Path) -> None:
-    runner = ScriptedRunner([completed(0, "one"), completed(2, stderr="two")])
-    first = runner.run(["a", "1"], cwd=tmp_path, timeout_s=5)
+    runner = ScriptedRunner([completed(0, "one"), completed(2, stderr="two", contained=False)])
+    first = runner.run(["a", "1"], cwd=tmp_path, timeout_s=5, readonly=[tmp_path / "base"])
     second = runner.run(["b"], cwd=tmp_path, timeout_s=7, writable=[tmp_path], network=True)
-    assert (first.argv, first.stdout, first.ok) == (("a", "1"), "one", True)
+    assert (first.argv, first.stdout, first.ok, first.contained) == (("a", "1"), "one", True, True)
     assert (second.argv, second.exit_status, second.stderr) == (("b",), 2, "two")
-    assert [(c.argv, c.timeout_s, c.writable, c.network) for c in runner.calls] == [
-        (("a", "1"), 5, (), False),
-        (("b",), 7, (tmp_path,), True),
+    assert not second.contained
+    calls = [(c.argv, c.timeout_s, c.writable, c.readonly, c.network) for c in runner.calls]
+    assert calls == [
+        (("a", "1"), 5, (), (tmp_path / "base",), False),
+        (("b",), 7, (tmp_path,), (), True),
     ]
     with pytest.raises(AssertionError, match="exhausted"):
         runner.run(["c"], cwd=tmp_path, timeout_s=1)

@@ -2,10 +2,12 @@
 
 `ProcessRunner` runs an argv list (never a shell string) in its own session, so a timeout kills
 the whole process group: SIGTERM, a grace period, then SIGKILL. Whatever a command leaves running
-in its group when it ends is killed too, so a hung kernel or a stray background job cannot outlive
-the call. Output is captured, capped (head and tail kept, the cut said in the text), and decoded.
-With `sandbox=True` the command runs under bubblewrap where it works (see `sandbox.py`); where it
-does not, the result says so in `sandboxed` and `note`. `ScriptedRunner` is the test fake.
+in its group when it ends is killed too. Output is captured, capped (head and tail kept, the cut
+said in the text), and decoded. With `sandbox=True` the run is contained at the highest level
+that works here (see `containment.py`: bubblewrap, namespaces, a subreaper): then every process
+it starts ends with it, also those that left its group (setsid, double fork), and it cannot write
+the `readonly` folders; every result says in `contained`, `sandboxed` and `note` what held.
+`ScriptedRunner` is the test fake.
 """
 
 from __future__ import annotations
@@ -22,9 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
-from nvcc_opt.workspace import sandbox as sandboxing
+from nvcc_opt.workspace import containment
+from nvcc_opt.workspace.containment import Contained, Level
 
 GRACE_S = 2.0  # between SIGTERM and SIGKILL: lets a program flush, short enough for a tool call
+# A supervisor kills everything itself GRACE_S after the SIGTERM; this long after that (or
+# after the SIGUSR1 an interrupted call sends) its whole group is killed regardless.
+SUPERVISOR_MARGIN_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -35,8 +41,9 @@ class Completed:
     stderr: str
     timed_out: bool
     wall_s: float
-    sandboxed: bool
-    note: str = ""  # e.g. "not sandboxed: bubblewrap not installed"; "" when nothing to say
+    sandboxed: bool  # the file system read-only but for `writable`, no network unless asked
+    note: str = ""  # the containment ("contained: bubblewrap", "uncontained: ..."), a timeout
+    contained: bool = False  # no process outlived the run, the `readonly` folders unwritable
 
     @property
     def ok(self) -> bool:
@@ -52,18 +59,25 @@ class Runner(Protocol):
         env: Mapping[str, str] | None = None,
         timeout_s: float,
         writable: Sequence[Path] = (),
+        readonly: Sequence[Path] = (),
         network: bool = False,
         sandbox: bool = True,
         output_cap: int = 1_000_000,
     ) -> Completed:
         """Run `argv` in `cwd`. `env` is the whole environment (None: inherit this process's).
-        Under the sandbox the command may write only to `writable` (and a private /tmp) and
-        reaches no network unless `network`. `output_cap` bounds each of stdout and stderr."""
+        With `sandbox` the run is contained: its processes end with it and it cannot write the
+        `readonly` folders (not even inside `writable` ones); where the file system can be
+        sandboxed it may write only to `writable` (TMPDIR is the last of them) and reaches no
+        network unless `network`. `output_cap` bounds each of stdout and stderr."""
         ...
 
 
 class ProcessRunner:
-    """Runs real processes; see the module docstring for what it guarantees."""
+    """Runs real processes; see the module docstring for what it guarantees. `level`: the
+    containment to use (default: the highest that works here, probed once per process)."""
+
+    def __init__(self, level: Level | None = None) -> None:
+        self.level = level
 
     def run(
         self,
@@ -73,39 +87,46 @@ class ProcessRunner:
         env: Mapping[str, str] | None = None,
         timeout_s: float,
         writable: Sequence[Path] = (),
+        readonly: Sequence[Path] = (),
         network: bool = False,
         sandbox: bool = True,
         output_cap: int = 1_000_000,
     ) -> Completed:
         asked = tuple(argv)
-        command, sandboxed, note = list(asked), False, ""
-        if sandbox:
-            command, sandboxed, note = _wrapped(asked, cwd, writable, network)
-        start = time.perf_counter()
-        try:
-            process = subprocess.Popen(
-                command,
-                cwd=cwd,
-                env=None if env is None else dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
+        level = (self.level or containment.chosen()) if sandbox else None
+        kind = containment.NONE if level is None else level.kind
+        run = Contained(kind, asked, cwd, env, writable, readonly, network, grace_s=GRACE_S)
+        with run:
+            start = time.perf_counter()
+            try:
+                process = subprocess.Popen(
+                    run.command,
+                    cwd=cwd,
+                    env=run.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    pass_fds=run.pass_fds,
+                )
+            except OSError as exc:
+                message = f"cannot run {run.command[0]}: {exc.strerror or exc}\n"
+                wall = time.perf_counter() - start
+                return Completed(asked, 127, "", message, False, wall, False, "", False)
+            finally:
+                run.started()
+            done = _finish(process, asked, start, timeout_s, output_cap, run.supervised)
+            if level is None:
+                return done
+            held = run.outcome(level)
+        if held.error:  # the command never ran
+            done = dataclasses.replace(
+                done, exit_status=127, stderr=f"cannot contain: {held.error}\n"
             )
-        except OSError as exc:
-            message = f"cannot run {command[0]}: {exc.strerror or exc}\n"
-            wall = time.perf_counter() - start
-            return Completed(asked, 127, "", message, False, wall, sandboxed, note)
-        return _finish(process, asked, start, timeout_s, output_cap, sandboxed, note)
-
-
-def _wrapped(
-    argv: tuple[str, ...], cwd: Path, writable: Sequence[Path], network: bool
-) -> tuple[list[str], bool, str]:
-    reason = sandboxing.unavailable()
-    if reason:
-        return list(argv), False, f"not sandboxed: {reason}"
-    return sandboxing.wrap(argv, cwd=cwd, writable=writable, network=network), True, ""
+        note = f"{done.note}; {held.note}" if done.note else held.note
+        return dataclasses.replace(
+            done, sandboxed=held.sandboxed, contained=held.contained, note=note
+        )
 
 
 def _finish(
@@ -114,27 +135,32 @@ def _finish(
     start: float,
     timeout_s: float,
     cap: int,
-    sandboxed: bool,
-    note: str,
+    supervised: bool,
 ) -> Completed:
     assert process.stdout is not None and process.stderr is not None
     out, err = _Capture(process.stdout, cap), _Capture(process.stderr, cap)
+    exited = False
     try:
-        timed_out = not _wait_unreaped(process.pid, start + timeout_s)
-        if timed_out:
-            _signal_group(process.pid, signal.SIGTERM)
-            _wait_unreaped(process.pid, time.perf_counter() + GRACE_S)
-    finally:  # also on KeyboardInterrupt: nothing outlives the call
+        try:
+            exited = _wait_unreaped(process.pid, start + timeout_s)
+            timed_out = not exited
+            if timed_out:
+                _signal_group(process.pid, signal.SIGTERM)
+                margin = SUPERVISOR_MARGIN_S if supervised else 0.0
+                exited = _wait_unreaped(process.pid, time.perf_counter() + GRACE_S + margin)
+        finally:  # also on KeyboardInterrupt: nothing outlives the call
+            if supervised and not exited:  # let it kill what left the group, then kill it
+                _signal_leader(process.pid, signal.SIGUSR1)
+                _wait_unreaped(process.pid, time.perf_counter() + SUPERVISOR_MARGIN_S)
+    finally:
         # The leader is not reaped yet, so its group id cannot have been reused by another process.
         _signal_group(process.pid, signal.SIGKILL)
         status = process.wait()
     wall = time.perf_counter() - start
     out.join()
     err.join()
-    if timed_out:
-        killed = f"timed out after {timeout_s:g} s; process group killed"
-        note = f"{killed}; {note}" if note else killed
-    return Completed(argv, status, out.text(), err.text(), timed_out, wall, sandboxed, note)
+    note = f"timed out after {timeout_s:g} s; process group killed" if timed_out else ""
+    return Completed(argv, status, out.text(), err.text(), timed_out, wall, False, note)
 
 
 def _wait_unreaped(pid: int, deadline: float) -> bool:
@@ -154,6 +180,11 @@ def _wait_unreaped(pid: int, deadline: float) -> bool:
 def _signal_group(pgid: int, signum: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
+
+
+def _signal_leader(pid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signum)
 
 
 class _Capture:
@@ -202,6 +233,7 @@ class Call:
     writable: tuple[Path, ...]
     network: bool
     sandbox: bool
+    readonly: tuple[Path, ...] = ()
 
 
 class ScriptedRunner:
@@ -225,12 +257,14 @@ class ScriptedRunner:
         env: Mapping[str, str] | None = None,
         timeout_s: float,
         writable: Sequence[Path] = (),
+        readonly: Sequence[Path] = (),
         network: bool = False,
         sandbox: bool = True,
         output_cap: int = 1_000_000,
     ) -> Completed:
         asked = tuple(argv)
-        self.calls.append(Call(asked, cwd, env, timeout_s, tuple(writable), network, sandbox))
+        call = Call(asked, cwd, env, timeout_s, tuple(writable), network, sandbox, tuple(readonly))
+        self.calls.append(call)
         if self._by_argv is not None:
             if asked not in self._by_argv:
                 raise AssertionError(f"ScriptedRunner: no answer scripted for {asked}")
@@ -241,7 +275,12 @@ class ScriptedRunner:
 
 
 def completed(
-    exit_status: int = 0, stdout: str = "", stderr: str = "", *, timed_out: bool = False
+    exit_status: int = 0,
+    stdout: str = "",
+    stderr: str = "",
+    *,
+    timed_out: bool = False,
+    contained: bool = True,
 ) -> Completed:
-    """A scripted result (argv is filled in by `ScriptedRunner`)."""
-    return Completed((), exit_status, stdout, stderr, timed_out, 0.0, False, "")
+    """A scripted result (argv is filled in by `ScriptedRunner`); contained unless said."""
+    return Completed((), exit_status, stdout, stderr, timed_out, 0.0, False, "", contained)

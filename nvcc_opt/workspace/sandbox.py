@@ -1,6 +1,7 @@
 """Bubblewrap (`bwrap`, Debian package `bubblewrap`) around a run: the whole file system read-only
-except the given folders, no network unless asked, its own process namespace (every process of
-the run dies with it), device nodes kept so the GPU stays usable. /tmp stays visible, read-only:
+except the writable folders (and read-only again for read-only folders inside them), no network
+unless asked, its own process namespace (every process of the run dies with it), device nodes
+kept so the GPU stays usable. /tmp stays visible, read-only:
 a private tmpfs there would hide a project or interpreter that lives under /tmp; TMPDIR points
 at the last writable folder (the run's scratch folder) instead.
 
@@ -42,8 +43,16 @@ def unavailable() -> str:
     return ""
 
 
-def wrap(argv: Sequence[str], *, cwd: Path, writable: Sequence[Path], network: bool) -> list[str]:
-    """`argv` under bwrap. Call only when `unavailable()` is ""; writable folders must exist."""
+def wrap(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    writable: Sequence[Path],
+    network: bool,
+    readonly: Sequence[Path] = (),
+) -> list[str]:
+    """`argv` under bwrap. Call only when `unavailable()` is ""; writable folders must exist.
+    A read-only folder inside a writable one is bound read-only again (the deeper one wins)."""
     bwrap = shutil.which("bwrap")
     assert bwrap is not None, "call wrap() only where unavailable() is empty"
     folders = [Path(os.path.realpath(p)) for p in writable]
@@ -52,8 +61,12 @@ def wrap(argv: Sequence[str], *, cwd: Path, writable: Sequence[Path], network: b
             raise ValueError(f"writable path {folder} does not exist")
     words = [bwrap, *_base(network)]
     here = Path(os.path.realpath(cwd))
-    for folder in folders:
-        words += ["--bind", str(folder), str(folder)]
+    protected = [Path(os.path.realpath(p)) for p in readonly]
+    binds = [(f, "--bind") for f in folders] + [(p, "--ro-bind") for p in protected if p.exists()]
+    # Shallower first: a later bind hides what an earlier one bound below its path. At the
+    # same path read-only comes last and wins.
+    for path, option in sorted(binds, key=lambda b: (len(b[0].parts), b[1] == "--ro-bind")):
+        words += [option, str(path), str(path)]
     if folders:
         words += ["--setenv", "TMPDIR", str(folders[-1])]
     return [*words, "--chdir", str(here), "--", *argv]
