@@ -79,7 +79,8 @@ class RegionTools:
         Args:
             final_code: The complete new text of the region, as for benchmark_code.
             explanation: Why the rewrite is faster and why it computes the same results.
-            compile_args: Extra nvcc flags the rewrite needs, e.g. ["-maxrregcount=64"].
+            compile_args: Extra nvcc flags the rewrite needs, code generation only (as
+                benchmark_code takes them), e.g. ["-maxrregcount=64"].
 
         Returns:
             The final verdict, and the id of the stored rewrite when there is one.

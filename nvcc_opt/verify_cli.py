@@ -82,7 +82,8 @@ def _verify_one(
         click.echo(f"#{rewrite.id}: cannot verify: {exc}", err=True)
         return False
     last = report.latest_compile_of(store, rewrite)
-    store.add_verification(final.record(rewrite.id, verdict, last.context if last else None, where))
+    context = last.context if last else None
+    store.add_verification(final.record(rewrite.id, verdict, context, where, notes))
     click.echo(f"#{rewrite.id}: {verdict.status}")
     for line in (*verdict.reasons, *notes):
         click.echo(f"  {line}")

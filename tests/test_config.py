@@ -308,7 +308,9 @@ def test_init_writes_a_loadable_commented_file(app: Path) -> None:
     assert "CMAKE_CUDA_COMPILER_LAUNCHER=nvcc-opt" in result.output
     text = (app / "nvcc-opt.toml").read_text(encoding="utf-8")
     assert "# Regexes that must each match the run's output" in text
-    assert "# numbers = ['checksum: (\\S+)']" in text
+    assert "# numbers = ['checksum: (\\S+)', 'weighted: (\\S+)']" in text
+    comments = " ".join(line.lstrip("# ") for line in text.splitlines() if line.startswith("#"))
+    assert "Print numbers that see each element" in comments
     config = load(app)
     assert config.build_dir == app / "build" and config.run.command == ("./run.sh", "{build}")
     assert config.render_run(config.build_dir, "0") == [str(app / "run.sh"), str(app / "build")]

@@ -102,7 +102,7 @@ def test_example_fails_on_cuda_error(example_build: Path) -> None:
     assert run_check(example_build, "--size", "1000").returncode != 0
 
 
-GOOD = "time_ms: 0.25\nchecksum: 1234.5\ncheck: PASS max_rel_err=1e-07\n"
+GOOD = "time_ms: 0.25\nchecksum: 1234.5\nweighted: 1250.5\ncheck: PASS max_rel_err=1e-07\n"
 
 
 @pytest.mark.parametrize(
@@ -114,6 +114,7 @@ GOOD = "time_ms: 0.25\nchecksum: 1234.5\ncheck: PASS max_rel_err=1e-07\n"
         (f"printf '{GOOD}time_ms: 0.3\\n'", False),
         ("printf 'time_ms: 0.25\\ncheck: PASS max_rel_err=0\\n'", False),
         ("printf 'time_ms: fast\\nchecksum: 1\\ncheck: PASS max_rel_err=0\\n'", False),
+        (f"printf '{GOOD.replace('weighted: 1250.5', '')}'", False),
     ],
 )
 def test_check_py_judges_program_output(tmp_path: Path, script: str, passes: bool) -> None:

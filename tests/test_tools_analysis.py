@@ -15,11 +15,12 @@ import pytest
 from nvcc_opt.config import load
 from nvcc_opt.search.observe import read_analysis
 from nvcc_opt.tools import ptxas
-from nvcc_opt.tools.analysis import NO_KERNELS, Analysis, analysis_command, compile_command
+from nvcc_opt.tools.analysis import NO_KERNELS, Analysis
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.region import Region
-from nvcc_opt.tools.schema import Toolbox, ToolError, is_error
+from nvcc_opt.tools.schema import Toolbox, is_error
 from nvcc_opt.workspace.runner import ProcessRunner
+from nvcc_opt.workspace.unit import UnitError, analysis_command, compile_command
 from tests.conftest import needs_nvcc
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -311,7 +312,7 @@ def test_compile_command_of_a_source(tmp_path: Path) -> None:
     ]
     database.write_text(json.dumps(entries))
     assert compile_command(database, tmp_path / "k.cu") == (["nvcc", "-c", "k.cu"], tmp_path)
-    with pytest.raises(ToolError, match="not in compile_commands.json"):
+    with pytest.raises(UnitError, match="not in compile_commands.json"):
         compile_command(database, tmp_path / "other.cu")
 
 

@@ -2,7 +2,8 @@
 """Check one run of saxpy-stencil: check.py [BUILD_DIR] [program options...]
 
 Runs the program through run.sh and exits non-zero unless it succeeded, printed exactly one
-`time_ms:` and one `checksum:` line, and its comparison with the CPU reference passed.
+`time_ms:`, one `checksum:` and one `weighted:` line, and its comparison with the CPU reference
+passed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ RUN_SH = Path(__file__).resolve().parent / "run.sh"
 EXPECTED = {
     "time_ms": re.compile(r"time_ms: \d+(\.\d+)?"),
     "checksum": re.compile(r"checksum: \S+"),
+    "weighted": re.compile(r"weighted: \S+"),
     "check": re.compile(r"check: PASS max_rel_err=\S+"),
 }
 

@@ -268,13 +268,17 @@ class CheckConfig(Section):
     numbers: tuple[NumberRegex, ...] = Field(
         default=(),
         description="Regexes whose group-1 matches in the output are numbers compared with the "
-        "baseline run's, in order, under rtol and atol.",
-        examples=[["checksum: (\\S+)"]],
+        "baseline run's, in order, under rtol and atol. Print numbers that see each element: a "
+        "plain sum misses a shifted, permuted or half-computed result (a smoother that copies "
+        "its input keeps the sum); a sum with a different weight per position, or sampled "
+        "elements, does not.",
+        examples=[["checksum: (\\S+)", "weighted: (\\S+)"]],
     )
     files: tuple[RunTemplate, ...] = Field(
         default=(),
         description="Files the run writes (relative to its folder) whose numbers are compared "
-        "with the baseline run's, in order, under rtol and atol.",
+        "with the baseline run's, in order, under rtol and atol: the surest check, since every "
+        "element is compared.",
         examples=[["checksums.txt"]],
     )
     rtol: float = Field(
@@ -331,6 +335,21 @@ class VerifyConfig(Section):
         description="Arguments appended to the run command under compute-sanitizer (a small"
         " problem: the sanitizer slows kernels by orders of magnitude).",
         examples=[["--size", "65536", "--reps", "2"]],
+    )
+    state_calls: int = Field(
+        default=3,
+        ge=2,
+        le=16,
+        description="The final verification's runtime state check: the region's first calls in"
+        " one run whose results are compared with the original's, element by element; before"
+        " each but the first, every float and double the region's arguments reach is changed,"
+        " so a candidate that kept anything from an earlier call is caught. 2 to 16.",
+    )
+    state_rtol: float = Field(
+        default=1e-4,
+        gt=0,
+        description="Relative tolerance of that comparison, per element, against the larger of"
+        " the element and the buffer's root mean square (reordered float arithmetic passes).",
     )
 
     @model_validator(mode="after")

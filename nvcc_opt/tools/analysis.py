@@ -9,9 +9,6 @@ ptxas' resource report turned on. Nothing of the user's trees is touched.
 
 from __future__ import annotations
 
-import json
-import os
-import shlex
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -19,13 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nvcc_opt import flags
-from nvcc_opt.entry import GUARD
-from nvcc_opt.launcher import argv, candidate, chain
 from nvcc_opt.tools import ptxas
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.schema import ToolError, tool
 from nvcc_opt.workspace.diagnostics import trim_errors
 from nvcc_opt.workspace.tree import TreeError
+from nvcc_opt.workspace.unit import Compiled, UnitError, compile_unit
 
 NO_KERNELS = (
     "no kernels in this region: it defines no __global__ or __device__ function, so there is no "
@@ -36,18 +32,6 @@ GUESSED_BLOCKS = (128, 256, 512)
 EXCERPT_LINES = 40  # per kernel: enough to see a loop body, small enough for several kernels
 MIX_ENTRIES = 16
 TOOL_TIMEOUT_S = 60.0
-_DROPPED = frozenset(
-    (argv.Role.OUTPUT, argv.Role.DEPFILE, argv.Role.DEP_MODE, argv.Role.DEP_TARGET)
-    + (argv.Role.DEP_FLAG,)
-)
-_OPTIONS = {name: opt for opt in argv.ALL_OPTIONS for name in (opt.long, opt.short) if name}
-
-
-@dataclass(frozen=True)
-class Compiled:
-    output: str  # the compiler's stdout and stderr
-    obj: Path
-    keep: Path  # nvcc's intermediates (PTX, cubins)
 
 
 @dataclass
@@ -121,33 +105,32 @@ class Analysis:
         region = self.bench.region
         try:
             _, tree = self.bench.trees()
+            compiled = compile_unit(
+                self.bench.runner,
+                tree.path,
+                region.file,
+                region.text_hash,
+                text,
+                compile_args,
+                launcher=self.bench.launcher,
+                work=work,
+                timeout_s=self.bench.config.build.timeout_s,
+            )
         except TreeError as exc:
             raise ToolError(f"{exc}\nFix the build settings ([build] in nvcc-opt.toml).") from exc
-        words, folder = compile_command(tree.path / "compile_commands.json", region.file)
-        (work / "keep").mkdir()
-        staged = work / "candidate.json"
-        candidate.write(str(staged), str(region.file), region.text_hash, text, compile_args)
-        obj = work / "region.o"
-        command = analysis_command(words, self.bench.launcher, obj, work / "keep")
-        done = self.bench.runner.run(
-            command,
-            cwd=folder,
-            env=_compile_env(staged),
-            timeout_s=self.bench.config.build.timeout_s,
-            sandbox=False,
-        )
-        output = f"{done.stdout}\n{done.stderr}"
-        if done.timed_out:
+        except UnitError as exc:
+            raise ToolError(f"{exc}; compiler_analysis needs one") from exc
+        if compiled.timed_out:
             raise ToolError("the compile timed out; simplify the code (fewer unrolled loops)")
-        if not done.ok:
+        if not compiled.ok:
             start = region.span.start_line
             lines = (start, start + max(len(text.splitlines()), 1) - 1)
-            errors = trim_errors(output, source=region.file, region_lines=lines)
+            errors = trim_errors(compiled.output, source=region.file, region_lines=lines)
             raise ToolError(
                 f"the code does not compile, so there is nothing to analyse:\n{errors}\n"
                 "Fix these errors and call compiler_analysis again."
             )
-        return Compiled(output, obj, work / "keep")
+        return compiled
 
     def _spliced(self, text: str) -> str:
         """The region's file with `text` in place of the region: where its launches are."""
@@ -207,50 +190,6 @@ class Analysis:
             if out is not None:
                 return ptxas.parse_sass(out, _arch_of(cubins[-1])), "nvdisasm"
         return None, "cuobjdump not found; the PTX above shows load/store widths"
-
-
-def compile_command(database: Path, source: Path) -> tuple[list[str], Path]:
-    """The words and working directory compile_commands.json gives for compiling `source`."""
-    try:
-        entries = json.loads(database.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ToolError(f"cannot read the private tree's {database.name} ({exc})") from exc
-    wanted = os.path.realpath(source)
-    for entry in entries:
-        folder = Path(entry["directory"])
-        if os.path.realpath(folder / entry["file"]) == wanted:
-            words = entry.get("arguments") or shlex.split(entry["command"])
-            return [str(w) for w in words], folder
-    raise ToolError(
-        f"the build compiles no {source.name} (not in compile_commands.json): compiler_analysis "
-        "needs the region in a .cu file of a CMake CUDA target"
-    )
-
-
-def analysis_command(words: Sequence[str], launcher: str, obj: Path, keep: Path) -> list[str]:
-    """The build's compile of one file, through `launcher`, writing `obj` and keeping nvcc's
-    intermediates in `keep`, with ptxas' resource report and without depfile options."""
-    rest = list(words)
-    while rest and chain.is_self(rest[0]):  # compile_commands.json may list the launcher too
-        rest = rest[1:]
-    kept: list[str] = []
-    i = 0
-    while i < len(rest):
-        name, eq, _ = rest[i].partition("=")
-        opt = _OPTIONS.get(rest[i]) or (_OPTIONS.get(name) if eq else None)
-        if opt is not None and opt.role in _DROPPED:
-            i += 2 if opt.value and not eq else 1
-            continue
-        kept.append(rest[i])
-        i += 1
-    # -Xptxas -v rather than --resource-usage, which shows nothing with -rdc=true.
-    report = ["-Xptxas", "-v", "--keep", "--keep-dir", str(keep)]
-    return [launcher, *kept, "-o", str(obj), *report]
-
-
-def _compile_env(staged: Path) -> dict[str, str]:
-    kept = {k: v for k, v in os.environ.items() if k not in (candidate.ENV, GUARD)}
-    return {**kept, candidate.PRIVATE: "1", candidate.ENV: str(staged)}
 
 
 def _ptx_lines(keep: Path, kernels: list[str], *, excerpt: bool) -> list[str]:

@@ -1,8 +1,12 @@
 """benchmark_code: build the real application with the region replaced, run the project's own run
 script interleaved with the baseline, and say whether the candidate is correct and faster.
 
-Order of judgement: static guards, then the build, then correctness, and only then timing. The
-structured verdict of every call is kept in `history` for the trace and the final answer.
+Order of judgement: the compile_args allowlist and the token guards, then the build and the
+compiled code (verify/compiled.py: the objects and PTX against the original's, the preprocessed
+parse), then correctness, and only then timing. Every timed run carries nvcc-opt's own channel
+(runtime/channel.cpp) where a GPU and CUPTI are present, and the candidate's runs must agree with
+it (verify/corroborate.py). The structured verdict of every call is kept in `history` for the
+trace and the final answer; what could not be measured is kept in `notes`.
 """
 
 from __future__ import annotations
@@ -15,16 +19,20 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from nvcc_opt import flags
 from nvcc_opt.config import ProjectConfig
 from nvcc_opt.launcher import candidate
+from nvcc_opt.runtime import build as channel_build
 from nvcc_opt.tools.region import Region
 from nvcc_opt.tools.schema import ERROR, ToolError, tool
 from nvcc_opt.verify import guards
 from nvcc_opt.verify.checks import RunOutput
-from nvcc_opt.verify.measure import Build, MeasureError, check, measure, run_once
+from nvcc_opt.verify.compiled import CodeChecks
+from nvcc_opt.verify.kernels import region_kernels
+from nvcc_opt.verify.measure import Attach, Build, MeasureError, check, measure, run_once
 from nvcc_opt.verify.stats import Comparison
 from nvcc_opt.verify.verdict import Verdict, decide
-from nvcc_opt.workspace.runner import Runner
+from nvcc_opt.workspace.runner import ProcessRunner, Runner
 from nvcc_opt.workspace.tree import BuildResult, PrivateTree, TreeError
 
 
@@ -39,7 +47,11 @@ class Benchmark:
     launcher: str  # the nvcc-opt executable the private trees build through
     label: str = "explore"
     history: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what could not be measured or contained
     _trees: tuple[PrivateTree, PrivateTree] | None = None
+    _channel: Path | None = None
+    _channel_tried: bool = False
+    _code: CodeChecks | None = None
     _baseline_output: RunOutput | None = None
     _scratch: Path | None = None
 
@@ -58,6 +70,8 @@ class Benchmark:
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
+        if self._code is not None:
+            self._code.close()
 
     def __enter__(self) -> Benchmark:
         return self
@@ -97,7 +111,38 @@ class Benchmark:
         result = base.build(candidate_file=None, timeout_s=self.config.build.timeout_s)
         if not result.ok:
             raise ToolError(f"the baseline does not build:\n{result.errors}")
-        return Build(base.path)
+        return self._build_of(base.path)
+
+    def _build_of(self, tree: Path) -> Build:
+        """A tree's runs may not write any private tree of this project (a candidate could
+        change the baseline's binary), nor the project or the user's build."""
+        protected = (tree.parent, self.config.root, self.config.build_dir)
+        return Build(tree, readonly=protected)
+
+    def code_checks(self) -> CodeChecks:
+        """The compiled-code lines (verify/compiled.py), kept for this region's candidates."""
+        if self._code is None:
+            timeout = self.config.build.timeout_s
+            self._code = CodeChecks(self.runner, self.region, self.launcher, timeout)
+        return self._code
+
+    def channel(self) -> Path | None:
+        """The channel library, built once per machine; None (and an `unmeasured:` note) where
+        there is no GPU to run it or it cannot be built."""
+        if not self._channel_tried:
+            self._channel_tried = True
+            if shutil.which("nvidia-smi") is None:
+                self._note("unmeasured: no GPU here, so nvcc-opt's own GPU measurement is off")
+            else:
+                try:
+                    self._channel = channel_build.library(ProcessRunner())
+                except channel_build.ChannelUnavailable as exc:
+                    self._note(f"unmeasured: nvcc-opt's own GPU measurement is off ({exc})")
+        return self._channel
+
+    def _note(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
 
     def evaluate(
         self,
@@ -112,6 +157,9 @@ class Benchmark:
         `more_checks(baseline, candidate)` (the final verification's fresh inputs, sanitizer)
         runs after the candidate passed its first check and before any timing. `stop_early`:
         stop timing once the candidate cannot be called faster (`[run] stop_early_after`)."""
+        refusals = flags.refused(compile_args)  # before anything is built or run
+        if refusals:
+            return decide(True, "", None, None, guard_reasons=[f"flags: {r}" for r in refusals])
         reasons = guards.check(self.region.text, code, file_text=self.region.file_text)
         if reasons:
             return decide(True, "", None, None, guard_reasons=reasons)
@@ -122,8 +170,12 @@ class Benchmark:
         built, tree = self.build_candidate(code, compile_args)
         if not built.ok:
             return decide(False, built.errors, None, None)
-        candidate_build = Build(tree.path)
+        refused = self.code_checks().reasons(baseline.build_dir, tree.path, code, compile_args)
+        if refused:
+            return decide(True, "", None, None, guard_reasons=refused)
+        candidate_build = self._build_of(tree.path)
         later = None if more_checks is None else lambda: more_checks(baseline, candidate_build)
+        library = self.channel()
         try:
             measured = measure(
                 self.config,
@@ -135,9 +187,13 @@ class Benchmark:
                 baseline_output=self._reference(baseline),
                 more_checks=later,
                 stop_early=stop_early,
+                attach=None if library is None else Attach(library),
+                kernels=region_kernels(self.region.text, code),
             )
         except MeasureError as exc:
             raise ToolError(f"{exc}; fix the candidate or the [time] settings") from exc
+        for note in measured.notes:
+            self._note(note)
         return decide(
             True, "", measured.check, measured.comparison, ceiling=self.config.verify.ceiling
         )
@@ -164,7 +220,12 @@ class Benchmark:
 
         Args:
             code: The complete new text of the region (every kernel and function it holds).
-            compile_args: Extra nvcc flags for this file only, e.g. ["-use_fast_math"].
+            compile_args: Extra nvcc flags for this file only, code generation only, e.g.
+                ["-use_fast_math"]: fast math or its parts (-ftz, -prec-div, -prec-sqrt, -fmad
+                =true|false), -maxrregcount=N, -Xptxas options (-O3, -v, -dlcm=cg, ...),
+                -lineinfo, -restrict, -extra-device-vectorization, -O0..-O3, and
+                -gencode=arch=compute_XXa,code=sm_XXa for the build's GPU sm_XX; anything else
+                (macros, include paths, host compiler options, files) is rejected.
 
         Returns:
             Whether it compiled and is correct, the times of both versions, the speedup and

@@ -1,8 +1,13 @@
 """Correctness of a run's outputs, decided before any timing. Pure: inputs are texts and bytes.
 
 `check_run` returns every failure as a short reason "code: detail". Codes: timed_out, exit_status,
-missing (a required pattern), forbidden, bad_pattern, numbers_none, numbers_count, numbers_differ,
-nonfinite, zeros, file_missing, file_text_differs, file_differs.
+missing (a required pattern), forbidden, count, bad_pattern, numbers_none, numbers_count,
+numbers_differ, nonfinite, zeros, file_missing, file_text_differs, file_differs.
+
+Counted patterns (`counted`): against a baseline, each must match exactly as often in the run as in
+the baseline's output. The program writes these lines, and so can a candidate's code in it: a
+time line printed before the real one, or a second PASS line, changes a count where a search for
+the first match would take the forgery.
 
 The output of a run is its stdout followed by its stderr. Patterns (`require`, `forbid`,
 `numbers`) are Python regular expressions searched with `re.MULTILINE`, so `^PASS$` means a line.
@@ -98,6 +103,7 @@ def check_run(
     rtol: float = 1e-6,
     atol: float = 0.0,
     baseline: RunOutput | None = None,
+    counted: Patterns = (),
 ) -> CheckResult:
     """Decide whether `run` is correct, against `baseline` where given. See the module docstring."""
     if run.timed_out:
@@ -107,6 +113,8 @@ def check_run(
         signal = f" (signal {-run.exit_status})" if run.exit_status < 0 else ""
         reasons.append(f"exit_status: {run.exit_status}{signal}")
     reasons += _pattern_reasons(_output(run), require, forbid)
+    if baseline is not None:
+        reasons += count_reasons(_output(run), _output(baseline), counted)
     if numbers is not None:
         reasons += _number_reasons(run, numbers, baseline, rtol, atol)
     for name in files:
@@ -140,6 +148,20 @@ def _pattern_reasons(text: str, require: Patterns, forbid: Patterns) -> list[str
             start = text.rfind("\n", 0, match.start()) + 1
             line = text[start:].split("\n", 1)[0]
             reasons.append(f"forbidden: {pattern} (in {line[:80]!r})")
+    return reasons
+
+
+def count_reasons(text: str, baseline_text: str, patterns: Patterns) -> list[str]:
+    """A `count` reason for each pattern matching a different number of times than in the
+    baseline's output (bad patterns are reported by the other rules)."""
+    reasons = []
+    for pattern in dict.fromkeys(patterns):
+        compiled = _compile(pattern)
+        if isinstance(compiled, str):
+            continue
+        got, want = len(compiled.findall(text)), len(compiled.findall(baseline_text))
+        if got != want:
+            reasons.append(f"count: {pattern} matches {got} times, {want} in the baseline's output")
     return reasons
 
 

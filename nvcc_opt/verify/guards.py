@@ -126,7 +126,8 @@ _TOOLKIT_HEADERS = tuple(
     )
 )
 _STD_HEADERS = word_set(
-    "algorithm array atomic bit bitset cassert cfloat climits cmath complex cstddef "
+    "algorithm array atomic bit bitset cassert cfloat climits cmath complex cstdarg cstddef "
+    "cinttypes "
     "cstdint cstdio cstdlib cstring functional initializer_list iostream iterator limits "
     "memory new numeric optional tuple type_traits utility vector assert.h float.h "
     "limits.h math.h stddef.h stdint.h stdio.h stdlib.h string.h"

@@ -3,8 +3,12 @@
 Correct before timed: `measure` runs each build once, checks the candidate's output against the
 baseline's, and only then times them, paired (A B, B A, ...) after warm-up, stopping early once
 the candidate cannot be called faster (`[run] stop_early_after`, see verify/stats.py). Runs are
-sandboxed where bubblewrap works (writes only inside their tree and a scratch folder, no
-network).
+contained (workspace/runner.py: their processes end with them; the build trees are read-only).
+
+With the channel attached (`Attach`), every run also carries nvcc-opt's own measurement of it
+(runtime/channel.cpp: GPU time and launches per kernel), and the timed runs must agree with it
+(verify/corroborate.py); printed patterns are counted against the baseline's output
+(verify/checks.py).
 """
 
 from __future__ import annotations
@@ -12,13 +16,17 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from nvcc_opt.config import ProjectConfig
+from nvcc_opt.runtime import report
+from nvcc_opt.runtime.build import environment
 from nvcc_opt.verify.checks import CheckResult, RunOutput, check_run
+from nvcc_opt.verify.corroborate import Observed, channel_reasons
+from nvcc_opt.verify.kernels import RegionKernels
 from nvcc_opt.verify.stats import Comparison, compare, hopeless, schedule
 from nvcc_opt.workspace.runner import Completed, Runner
 
@@ -29,10 +37,28 @@ class MeasureError(RuntimeError):
 
 @dataclass(frozen=True)
 class Build:
-    """A built application: the folder that `{build}` names, and what may be written."""
+    """A built application: the folder that `{build}` names, what its runs may write, and what
+    they may not (the private trees, the project: workspace/runner.py protects them)."""
 
     build_dir: Path
     writable: tuple[Path, ...] = ()
+    readonly: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class Attach:
+    """nvcc-opt's channel in a run: the built library, and a state-check file or None."""
+
+    library: Path
+    state: Path | None = None
+
+
+@dataclass(frozen=True)
+class Run:
+    completed: Completed
+    output: RunOutput
+    seconds: float | None  # the [time] source's figure
+    observed: Observed  # what nvcc-opt itself saw: wall time, the channel's report
 
 
 @dataclass(frozen=True)
@@ -42,6 +68,7 @@ class Measurement:
     comparison: Comparison | None  # None when the candidate was not correct: never timed
     runs: int
     sandbox_note: str  # "" when sandboxed, else why not
+    notes: tuple[str, ...] = ()  # what could not be measured (no channel, ...)
 
 
 @contextmanager
@@ -57,14 +84,30 @@ def run_once(
     config: ProjectConfig, runner: Runner, build: Build, gpu: str, args: tuple[str, ...] = ()
 ) -> tuple[Completed, RunOutput, float | None]:
     """One run: the process result, what the checks read, and its time in seconds (or None)."""
-    with _scratch() as work:
+    run = observed_run(config, runner, build, gpu, args)
+    return run.completed, run.output, run.seconds
+
+
+def observed_run(
+    config: ProjectConfig,
+    runner: Runner,
+    build: Build,
+    gpu: str,
+    args: tuple[str, ...] = (),
+    attach: Attach | None = None,
+) -> Run:
+    """One run, with nvcc-opt's channel in it when `attach` is given. The channel writes into a
+    folder of nvcc-opt's own with an unguessable name, not into the run's {work} folder."""
+    with _scratch() as work, _scratch() as channel:
         argv = [*config.render_run(build.build_dir, gpu, work), *args]
+        extra = {} if attach is None else environment(attach.library, channel, attach.state)
         done = runner.run(
             argv,
             cwd=config.run_cwd(build.build_dir, gpu, work),
-            env={**os.environ, **config.run_env(build.build_dir, gpu, work)},
+            env={**os.environ, **config.run_env(build.build_dir, gpu, work), **extra},
             timeout_s=config.run.timeout_s,
-            writable=(*build.writable, build.build_dir, work),
+            writable=(*build.writable, channel, work),  # TMPDIR: the last; the tree: no
+            readonly=build.readonly,
         )
         files = {}
         for name in config.check.files:
@@ -73,7 +116,8 @@ def run_once(
                 files[name] = path.read_bytes()
         output = RunOutput(done.exit_status, done.stdout, done.stderr, files, done.timed_out)
         seconds = _time_of(config, done, build, gpu, work) if done.ok else None
-    return done, output, seconds
+        seen = report.read(channel) if attach is not None else None
+    return Run(done, output, seconds, Observed(done.wall_s, seen))
 
 
 def _time_of(
@@ -116,7 +160,38 @@ def check(config: ProjectConfig, output: RunOutput, baseline: RunOutput | None) 
         rtol=rules.rtol,
         atol=rules.atol,
         baseline=baseline,
+        counted=counted_patterns(config),
     )
+
+
+def same_output(config: ProjectConfig, output: RunOutput, expected: RunOutput) -> CheckResult:
+    """Whether a run printed what `expected` printed, when neither need pass its own checks (the
+    runs of the state check change the program's data on purpose): the same exit status, every
+    counted pattern as often, the numbers and files within tolerance."""
+    rules = config.check
+    result = check_run(
+        output,
+        exit_status=False,
+        numbers=_alternatives([p.pattern for p in rules.numbers]),
+        files=list(rules.files),
+        rtol=rules.rtol,
+        atol=rules.atol,
+        baseline=expected,
+        counted=counted_patterns(config),
+    )
+    if output.exit_status == expected.exit_status:
+        return result
+    status = f"exit_status: {output.exit_status}, the baseline's {expected.exit_status}"
+    return CheckResult(False, (status, *result.reasons))
+
+
+def counted_patterns(config: ProjectConfig) -> list[str]:
+    """The printed lines whose number must not change: required and forbidden patterns and, when
+    the time is read from the output, the time line."""
+    patterns = [p.pattern for p in (*config.check.require, *config.check.forbid)]
+    if config.time.source == "regex" and config.time.regex is not None:
+        patterns.append(config.time.regex.pattern)
+    return patterns
 
 
 def _alternatives(patterns: list[str]) -> str | None:
@@ -139,18 +214,24 @@ def measure(
     baseline_output: RunOutput | None = None,
     more_checks: Callable[[], list[str]] | None = None,
     stop_early: bool = True,
+    attach: Attach | None = None,
+    kernels: RegionKernels | None = None,
 ) -> Measurement:
     """Check the candidate against the baseline, then `more_checks` (fresh inputs, sanitizer:
-    reasons it is wrong), then time both, paired."""
+    reasons it is wrong), then time both, paired; with `attach` and `kernels`, every timed run
+    carries the channel and the candidate's must agree with it (verify/corroborate.py)."""
     note = ""
+    held: list[Completed] = []
     if baseline_output is None:
         done, baseline_output, _ = run_once(config, runner, baseline, gpu, args)
         note = done.note
+        held.append(done)
         own = check(config, baseline_output, None)
         if not own.ok:
             raise MeasureError("the baseline itself fails its checks: " + "; ".join(own.reasons))
     done, output, _ = run_once(config, runner, candidate, gpu, args)
     note = note or done.note
+    held.append(done)
     verdict = check(config, output, baseline_output)
     if verdict.ok and more_checks is not None:
         problems = more_checks()
@@ -159,20 +240,23 @@ def measure(
     if not verdict.ok:
         return Measurement(baseline_output, verdict, None, 0, note)
     times: dict[str, list[float]] = {"A": [], "B": []}
+    seen: dict[str, list[Observed]] = {"A": [], "B": []}
     min_speedup = config.verify.min_speedup
     stop_after = config.run.stop_early_after if stop_early else 0
     for step in schedule(repeats, config.run.warmup):
         which = step[-1]
         build = baseline if which == "A" else candidate
-        done, output, seconds = run_once(config, runner, build, gpu, args)
+        run = observed_run(config, runner, build, gpu, args, attach)
+        held.append(run.completed)
         if which == "B" and not step.startswith("warmup"):
-            again = check(config, output, baseline_output)
+            again = check(config, run.output, baseline_output)
             if not again.ok:  # correct once is not enough: every timed run must be
                 return Measurement(baseline_output, again, None, 0, note)
-        if seconds is None:
-            raise MeasureError(_no_time(config, done))
+        if run.seconds is None:
+            raise MeasureError(_no_time(config, run.completed))
         if not step.startswith("warmup"):
-            times[which].append(seconds)
+            times[which].append(run.seconds)
+            seen[which].append(run.observed)
         pairs = len(times["B"])
         if (
             stop_after
@@ -182,7 +266,25 @@ def measure(
         ):
             break  # it cannot be called faster: the rest of the pairs would be wasted
     comparison = compare(times["A"], times["B"], min_speedup=min_speedup, planned=repeats)
-    return Measurement(baseline_output, verdict, comparison, len(times["B"]), note)
+    notes = uncontained(held)
+    if attach is None or kernels is None:
+        return Measurement(baseline_output, verdict, comparison, len(times["B"]), note, notes)
+    reasons, unmeasured = channel_reasons(
+        seen["A"], seen["B"], kernels, comparison, printed_is_wall=config.time.source == "wall"
+    )
+    if reasons:
+        return Measurement(baseline_output, CheckResult(False, tuple(reasons)), None, 0, note)
+    return Measurement(
+        baseline_output, verdict, comparison, len(times["B"]), note, (*notes, *unmeasured)
+    )
+
+
+def uncontained(runs: Sequence[Completed]) -> tuple[str, ...]:
+    """The `uncontained:` note of the first run that was not contained, if any."""
+    for done in runs:
+        if not done.contained and "uncontained:" in done.note:
+            return (done.note[done.note.index("uncontained:") :],)
+    return ()
 
 
 def _no_time(config: ProjectConfig, done: Completed) -> str:

@@ -135,32 +135,16 @@ _STUB = "__device_stub__"
 
 
 def nvcc_own(name: str, functions: frozenset[str]) -> bool:
-    """Whether `name` (normalized) is bookkeeping nvcc adds: its own symbols, or a static of the
-    host stub of a kernel this object defines (`functions`: the object's functions). The stub of
-    a template kernel's instantiation mangles its parameters after the template arguments, and
-    its kernel's host function is often inlined away: any `__device_stub__` static of nvcc's own
-    names (`__f`, `__handle`, `__tmp`) counts (reserved names, and a static local a rewrite
-    writes itself is refused by the allowlist line)."""
+    """Whether `name` (normalized) is bookkeeping nvcc adds: its own symbols, or a static of a
+    kernel's host stub (`__device_stub__...::__f`, `__handle`, `__tmp`, and their guards). The
+    stub's name spells its kernel as nvcc mangles it, which for template instantiations and
+    kernels in anonymous namespaces matches no symbol of the object (`functions` is kept for the
+    callers), so the stub's own reserved name is what counts; a static local a rewrite writes
+    itself is refused by the allowlist line whatever it is called."""
     if _OWN_DEFINITIONS.fullmatch(name):
         return True
     stub = _STUB_STATIC.fullmatch(name)
-    if stub is None:
-        return False
-    length = int(stub.group(1))
-    function, parameters = stub.group(2)[:length], stub.group(2)[length:]
-    if not function.startswith(_STUB):
-        return False
-    kernel = "_" + function.removeprefix(_STUB)
-    return (kernel in functions and kernel.endswith(parameters)) or _instantiation(kernel)
-
-
-def _instantiation(mangled: str) -> bool:
-    """`_Z<n><name>I...`: a function template's instantiation."""
-    digits = re.match(r"_Z(\d+)", mangled)
-    if digits is None:
-        return False
-    after = digits.end() + int(digits.group(1))
-    return mangled[after : after + 1] == "I"
+    return stub is not None and stub.group(2)[: int(stub.group(1))].startswith(_STUB)
 
 
 # --- calls a rewrite may add ------------------------------------------------------------------

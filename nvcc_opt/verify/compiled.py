@@ -1,0 +1,148 @@
+"""The candidate's code as the compiler sees it: the lines that do not read source text.
+
+A candidate that passed the token guards is compiled on its own, as its tree builds it (the
+region's translation unit through the launcher, workspace/unit.py), and so is the original
+region, once per benchmark. Then:
+- the object line (objects.py): what the compiled host object and PTX define, call and keep,
+  against the original's, and against every other object, archive and library of the build (a
+  candidate may not define a function the rest of the program defines);
+- the allowlist (allowlist.py) on the preprocessed text of both: what the candidate defines,
+  keeps, calls and names, on the host side and every device architecture.
+A cheat must get past each, and they read different things; the second runs only when the
+first has nothing to say (it costs a compile).
+Anything these lines cannot read is a refusal (fail closed): a check that did not run vouches
+for nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from nvcc_opt.tools.region import Region
+from nvcc_opt.verify import objects
+from nvcc_opt.verify.allowlist import check_candidate
+from nvcc_opt.verify.preprocess import Preprocessed, PreprocessError, preprocess
+from nvcc_opt.workspace.runner import Runner
+from nvcc_opt.workspace.unit import (
+    Compiled,
+    UnitError,
+    compile_command,
+    compile_unit,
+    object_of,
+)
+
+
+@dataclass
+class CodeChecks:
+    """The compiled-code lines for one region; keeps the original's compile and the program's
+    other definitions between candidates. `close()` removes its scratch folder."""
+
+    runner: Runner
+    region: Region
+    launcher: str
+    timeout_s: float
+    _scratch: Path | None = None
+    _original: Compiled | None = None
+    _preprocessed: Preprocessed | None = None
+    _elsewhere: Mapping[str, objects.Elsewhere] | None = None
+    _count: int = 0
+
+    def close(self) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+    def reasons(
+        self, baseline_tree: Path, candidate_tree: Path, code: str, compile_args: list[str]
+    ) -> list[str]:
+        """Rejection reasons for `code` (`candidate_tree` need only be configured): the
+        allowlist's, or when it has none, the object line's."""
+        return self._allowlist(candidate_tree, code, compile_args) or self._objects(
+            baseline_tree, candidate_tree, code, compile_args
+        )
+
+    def _allowlist(self, tree: Path, code: str, compile_args: list[str]) -> list[str]:
+        region = self.region
+        try:
+            words, folder = compile_command(tree / "compile_commands.json", region.file)
+            if self._preprocessed is None:
+                self._preprocessed = self._preprocess(words, folder, region.text)
+            candidate = self._preprocess([*words, *compile_args], folder, code)
+        except (UnitError, PreprocessError) as exc:
+            return [f"allowlist: the candidate cannot be preprocessed and read ({exc})"]
+        return check_candidate(self._preprocessed, candidate)
+
+    def _preprocess(self, words: list[str], folder: Path, code: str) -> Preprocessed:
+        region = self.region
+        return preprocess(words, folder, region.file_text, region.span, code, runner=self.runner)
+
+    def _objects(
+        self, baseline_tree: Path, candidate_tree: Path, code: str, compile_args: list[str]
+    ) -> list[str]:
+        try:
+            original = self._original_unit(candidate_tree)
+            self._count += 1
+            candidate = self._compile(candidate_tree, code, compile_args, f"cand{self._count}")
+        except UnitError as exc:
+            return [f"objects: the region's translation unit cannot be compiled alone ({exc})"]
+        if not candidate.ok or not original.ok:
+            return [
+                f"objects: the region's translation unit did not compile alone: "
+                f"{_first_error(candidate.output if not candidate.ok else original.output)}"
+            ]
+        try:
+            return objects.object_reasons(
+                original.obj,
+                candidate.obj,
+                objects.ptx_texts(original.keep),
+                objects.ptx_texts(candidate.keep),
+                self._other_definitions(baseline_tree),
+                self.runner,
+            )
+        except objects.ObjectsError as exc:
+            return [f"objects: the compiled code could not be read ({exc})"]
+        finally:
+            shutil.rmtree(candidate.obj.parent, ignore_errors=True)
+
+    def _folder(self) -> Path:
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="nvcc-opt-code-"))
+        return self._scratch
+
+    def _compile(self, tree: Path, code: str, compile_args: list[str], name: str) -> Compiled:
+        return compile_unit(
+            self.runner,
+            tree,
+            self.region.file,
+            self.region.text_hash,
+            code,
+            compile_args,
+            launcher=self.launcher,
+            work=self._folder() / name,
+            timeout_s=self.timeout_s,
+        )
+
+    def _original_unit(self, tree: Path) -> Compiled:
+        if self._original is None:
+            self._original = self._compile(tree, self.region.text, [], "original")
+        return self._original
+
+    def _other_definitions(self, baseline_tree: Path) -> Mapping[str, objects.Elsewhere]:
+        """Every global definition of the baseline's build but the region's own object."""
+        if self._elsewhere is None:
+            own = object_of(baseline_tree, self.region.file)
+            self._elsewhere = objects.defined_elsewhere(
+                objects.linkable_files(baseline_tree),
+                self.runner,
+                exclude=[own] if own is not None else [],
+            )
+        return self._elsewhere
+
+
+def _first_error(output: str) -> str:
+    lines = [x.strip() for x in output.splitlines() if "error" in x.lower()]
+    return (lines or [output.strip()[-200:] or "no output"])[0][:200]

@@ -1,0 +1,268 @@
+"""The runtime state check of the final verification: state kept across calls, caught by running.
+
+Applications run the same inputs hundreds of times and check the last output, so a candidate that
+computes once and then skips (or shortens) later calls passes every check of a normal run, and
+fresh inputs or the sanitizer start a new process in which it computes again. No reading of the
+source can close this: the memory may be a static, a note in the caller's own buffers, a tag in
+the low bits of the output, a device setting read back. So the check runs the real application
+with nvcc-opt's channel (runtime/channel.cpp) in it, three times:
+
+1. the baseline, "record": the region's first `[verify] state_calls` calls are watched. A call is
+   one launch of the region's kernels when the region holds kernels only, else the launches of
+   its kernels between two launches of other kernels. After each, every allocation the region's
+   arguments reach is copied out; before each call but the first, every float and double element
+   of them is changed (x -> x * (1 + u/8), u in [0.5, 1) from a fixed sequence): inputs, outputs
+   and scratch alike, so nothing an earlier call left is still right. Allocations are matched
+   between processes by the order the program made them (addresses differ from run to run).
+   Small tables the original only reads (64 KiB at most: coefficients, weights) keep their
+   values: an honest rewrite may hold them as constants, and fresh inputs check that.
+2. the baseline again, "compare": what differs between two runs of the original (atomics, thread
+   order) is the program's own noise, not the candidate's.
+3. the candidate, "compare", with the same changes at the same calls: its copies must match the
+   record's element by element (`[verify] state_rtol` against the larger of the element and the
+   buffer's RMS, for floats; bit for bit otherwise), allocations the original leaves as they are
+   must stay as they are bit for bit (a note written into an input), it must make as many calls,
+   reach no memory the original does not, and its program output under the changed inputs must
+   be the original's.
+A buffer the original writes in a call and the candidate leaves alone counts as scratch the
+candidate no longer needs (a fused kernel's intermediate) only while the program's output still
+agrees; otherwise it is the output of a skipped call.
+
+The channel also times each call on the GPU. Calls after the last change repeat their inputs: a
+candidate whose calls get much faster when nothing changed, where the original's do not, keeps
+results across calls even if it recomputes whenever it notices a change.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from nvcc_opt.config import ProjectConfig
+from nvcc_opt.runtime import report
+from nvcc_opt.verify.kernels import RegionKernels
+from nvcc_opt.verify.measure import Attach, Build, Run, observed_run, same_output
+from nvcc_opt.workspace.runner import Runner
+
+COPY_CAP = 256 << 20  # bytes of each allocation compared per call
+TIMED_CALLS = 64  # calls whose GPU time the repeat rule reads
+REPEAT_DROP = 0.2  # the candidate's repeated calls may not get this much faster than the original's
+MIN_CALL_NS = 2000  # calls shorter than this are launch noise
+
+
+@dataclass(frozen=True)
+class StateRuns:
+    """The three runs of the check, each with its output and the process that ran the region."""
+
+    record: Run
+    again: Run
+    candidate: Run
+
+
+def state_check(
+    config: ProjectConfig,
+    runner: Runner,
+    baseline: Build,
+    candidate: Build,
+    gpu: str,
+    library: Path,
+    kernels: RegionKernels,
+    notes: list[str],
+) -> list[str]:
+    """Rejection reasons (`state: ...`); what could not be checked goes to `notes`."""
+    folder = Path(tempfile.mkdtemp(prefix="nvcc-opt-state-"))
+    try:
+        data = folder / "record"
+        data.mkdir()
+        settings = _settings(config, kernels, data)
+        record_file = folder / "record.cfg"
+        record_file.write_text(_config("record", kernels.original, settings), encoding="utf-8")
+        # the record run writes the copies: its data folder is writable, nothing else is
+        writer = replace(baseline, writable=(*baseline.writable, data))
+        record = observed_run(config, runner, writer, gpu, (), Attach(library, record_file))
+        recorded = _region_state(record)
+        if recorded is None:
+            notes.append(_not_run(record))
+            return []
+        compare_a = folder / "again.cfg"
+        compare_a.write_text(
+            _config("compare", kernels.original, settings, recorded), encoding="utf-8"
+        )
+        again = observed_run(config, runner, baseline, gpu, (), Attach(library, compare_a))
+        compare_b = folder / "candidate.cfg"
+        compare_b.write_text(
+            _config("compare", kernels.candidate, settings, recorded), encoding="utf-8"
+        )
+        cand = observed_run(config, runner, candidate, gpu, (), Attach(library, compare_b))
+        return state_reasons(config, StateRuns(record, again, cand), notes)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _settings(config: ProjectConfig, kernels: RegionKernels, data: Path) -> list[str]:
+    return [
+        f"each_launch_a_call {int(kernels.each_launch_a_call)}",
+        f"calls {config.verify.state_calls}",
+        f"copy_cap {COPY_CAP}",
+        f"rtol {config.verify.state_rtol!r}",
+        f"data {data}",
+    ]
+
+
+def _config(
+    role: str,
+    names: frozenset[str],
+    settings: list[str],
+    recorded: report.State | None = None,
+) -> str:
+    lines = [f"role {role}", *(f"kernel {n}" for n in sorted(names)), *settings]
+    if recorded is not None:
+        lines += [
+            f"allocation {a.ordinal} {a.base} {a.size} {a.type}" for a in recorded.allocations
+        ]
+        lines += [
+            f"digest {call} {index} {before} {after}"
+            for (call, index), (before, after) in sorted(recorded.digests.items())
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _region_state(run: Run) -> report.State | None:
+    """The state report of the one process that ran the region, if exactly one did."""
+    channel = run.observed.channel
+    states = channel.states if channel is not None else ()
+    return states[0] if len(states) == 1 else None
+
+
+def _not_run(record: Run) -> str:
+    channel = record.observed.channel
+    if channel is None or not channel.processes:
+        why = "the channel wrote nothing: no CUDA process, or the channel could not load"
+    elif len(channel.states) > 1:
+        why = f"{len(channel.states)} processes ran the region; the check follows one"
+    else:
+        why = "the region's kernels never ran under it" + "".join(f"; {n}" for n in channel.notes)
+    return f"unmeasured: the runtime state check did not run ({why})"
+
+
+def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> list[str]:
+    """The rules of the module docstring, on the three runs' channel reports and outputs."""
+    record = _region_state(runs.record)
+    again = _region_state(runs.again)
+    cand = _region_state(runs.candidate)
+    if record is None or again is None:
+        notes.append("unmeasured: the runtime state check's baseline runs did not complete")
+        return []
+    if cand is None:
+        return ["state: the candidate's run did not report its region's calls (no channel)"]
+    if again.problems:  # the check itself failed on the original: it vouches for nothing
+        notes.append(
+            f"unmeasured: the runtime state check failed on the original ({again.problems[0]})"
+        )
+        return []
+    reasons = _call_reasons(record, cand)
+    reasons += [f"state: {p}" for p in cand.problems]
+    described = {a.index: _describe(a) for a in record.allocations}
+    touched_again = set(again.touched)
+    reasons += [
+        f"state: call {call} changed {described.get(index, f'allocation {index}')}, which the "
+        "original leaves as it was (a note kept in the caller's memory)"
+        for call, index in cand.touched
+        if (call, index) not in touched_again
+    ]
+    program = same_output(config, runs.candidate.output, runs.record.output)
+    program_agrees = program.ok or not same_output(config, runs.again.output, runs.record.output).ok
+    noise = {(c.call, c.index): c.differing for c in again.compares}
+    scratch = []
+    for c in cand.compares:
+        allowed = 4 * noise.get((c.call, c.index), 0)
+        allowed += 16 if allowed else 0
+        if c.differing <= allowed:
+            continue
+        if c.unwritten and program_agrees:
+            scratch.append(described.get(c.index, f"allocation {c.index}"))
+            continue
+        reasons.append(_differs(c, described, config.verify.state_calls))
+    if not program_agrees:
+        reasons.append(
+            "state: with inputs changed between calls, the program's own output differs from "
+            "the original's: " + "; ".join(program.reasons[:3])
+        )
+    if scratch and not reasons:
+        notes.append(
+            "state: the candidate no longer writes "
+            + ", ".join(sorted(set(scratch)))
+            + " (scratch, since the program's output is unchanged)"
+        )
+    reasons += _repeat_reasons(record, again, cand, config.verify.state_calls)
+    return reasons
+
+
+def _call_reasons(record: report.State, cand: report.State) -> list[str]:
+    if cand.calls == record.calls:
+        return []
+    return [
+        f"state: the candidate's region ran {cand.calls} calls where the original's ran "
+        f"{record.calls} (calls skipped)"
+    ]
+
+
+def _describe(allocation: report.Allocation) -> str:
+    size = _size(allocation.size)
+    seen = f", first reached by {allocation.seen}" if allocation.seen else ""
+    return f"allocation a{allocation.index} ({size} of {allocation.type}{seen})"
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
+
+
+def _differs(c: report.Compare, described: dict[int, str], changed_until: int) -> str:
+    when = "its inputs changed since the last call" if 1 < c.call <= changed_until else "call 1"
+    what = described.get(c.index, f"allocation {c.index}")
+    skipped = " (left as it was: the call skipped its work)" if c.unwritten else ""
+    return (
+        f"state: after call {c.call} ({when}), {what} differs from the original's at "
+        f"{c.differing} of {c.elements} elements, first [{c.first}]: {c.expected:.9g} expected, "
+        f"{c.got:.9g} found{skipped}"
+    )
+
+
+def _repeat_reasons(
+    record: report.State, again: report.State, cand: report.State, changed_until: int
+) -> list[str]:
+    ratios = [_repeat_ratio(s.call_ns, changed_until) for s in (record, again)]
+    mine = _repeat_ratio(cand.call_ns, changed_until)
+    known = [r for r in ratios if r is not None]
+    if mine is None or not known or min(known) - mine <= REPEAT_DROP:
+        return []
+    changed, repeated = _split(cand.call_ns, changed_until)
+    return [
+        f"state: the candidate's calls take {mine:.2f}x as long when their inputs repeat as when "
+        f"they changed ({statistics.median(repeated) / 1e3:.1f} us vs "
+        f"{statistics.median(changed) / 1e3:.1f} us on the GPU), the original's "
+        f"{min(known):.2f}x: work is skipped on repeated inputs"
+    ]
+
+
+def _split(call_ns: Sequence[int], changed_until: int) -> tuple[list[int], list[int]]:
+    changed = list(call_ns[1:changed_until])  # calls 2..K: inputs changed just before
+    repeated = list(call_ns[changed_until:TIMED_CALLS])  # calls K+1..: nothing changed
+    return changed, repeated
+
+
+def _repeat_ratio(call_ns: Sequence[int], changed_until: int) -> float | None:
+    changed, repeated = _split(call_ns, changed_until)
+    if len(changed) < 1 or len(repeated) < 3:
+        return None
+    base = statistics.median(changed)
+    if base < MIN_CALL_NS:
+        return None
+    return statistics.median(repeated) / base

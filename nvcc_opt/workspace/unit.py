@@ -1,0 +1,125 @@
+"""The region's translation unit compiled on its own, exactly as its private tree builds it.
+
+compiler_analysis reads its resource report, PTX and SASS; the verification's object line
+(verify/compiled.py) reads its object and PTX. The compile is the tree's own command from
+compile_commands.json, through the launcher in candidate mode (the same splice as every build),
+writing a private object and keeping nvcc's intermediates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from nvcc_opt.entry import GUARD
+from nvcc_opt.launcher import argv, candidate, chain
+from nvcc_opt.workspace.runner import Runner
+
+_DROPPED = frozenset(
+    (argv.Role.OUTPUT, argv.Role.DEPFILE, argv.Role.DEP_MODE, argv.Role.DEP_TARGET)
+    + (argv.Role.DEP_FLAG,)
+)
+_OPTIONS = {name: opt for opt in argv.ALL_OPTIONS for name in (opt.long, opt.short) if name}
+
+
+class UnitError(RuntimeError):
+    """The translation unit is not in the tree's compile database, or it does not compile."""
+
+
+@dataclass(frozen=True)
+class Compiled:
+    output: str  # the compiler's stdout and stderr
+    obj: Path
+    keep: Path  # nvcc's intermediates (PTX, cubins)
+    ok: bool = True
+    timed_out: bool = False
+
+
+def compile_command(database: Path, source: Path) -> tuple[list[str], Path]:
+    """The words and working directory compile_commands.json gives for compiling `source`."""
+    try:
+        entries = json.loads(database.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UnitError(f"cannot read the private tree's {database.name} ({exc})") from exc
+    wanted = os.path.realpath(source)
+    for entry in entries:
+        folder = Path(entry["directory"])
+        if os.path.realpath(folder / entry["file"]) == wanted:
+            words = entry.get("arguments") or shlex.split(entry["command"])
+            return [str(w) for w in words], folder
+    raise UnitError(
+        f"the build compiles no {source.name} (not in compile_commands.json): the region must be "
+        "in a .cu file of a CMake CUDA target"
+    )
+
+
+def analysis_command(words: Sequence[str], launcher: str, obj: Path, keep: Path) -> list[str]:
+    """The build's compile of one file, through `launcher`, writing `obj` and keeping nvcc's
+    intermediates in `keep`, with ptxas' resource report and without depfile options."""
+    rest = list(words)
+    while rest and chain.is_self(rest[0]):  # compile_commands.json may list the launcher too
+        rest = rest[1:]
+    kept: list[str] = []
+    i = 0
+    while i < len(rest):
+        name, eq, _ = rest[i].partition("=")
+        opt = _OPTIONS.get(rest[i]) or (_OPTIONS.get(name) if eq else None)
+        if opt is not None and opt.role in _DROPPED:
+            i += 2 if opt.value and not eq else 1
+            continue
+        kept.append(rest[i])
+        i += 1
+    # -Xptxas -v rather than --resource-usage, which shows nothing with -rdc=true.
+    report = ["-Xptxas", "-v", "--keep", "--keep-dir", str(keep)]
+    return [launcher, *kept, "-o", str(obj), *report]
+
+
+def compile_env(staged: Path) -> dict[str, str]:
+    """The environment of a compile through the launcher with the candidate file `staged`."""
+    kept = {k: v for k, v in os.environ.items() if k not in (candidate.ENV, GUARD)}
+    return {**kept, candidate.PRIVATE: "1", candidate.ENV: str(staged)}
+
+
+def compile_unit(
+    runner: Runner,
+    tree: Path,
+    source: Path,
+    region_hash: str,
+    code: str,
+    compile_args: Sequence[str],
+    *,
+    launcher: str,
+    work: Path,
+    timeout_s: float,
+) -> Compiled:
+    """Compile `source` as `tree` does with `code` in place of its region into `work` (object
+    `work/region.o`, intermediates in `work/keep`). Raises UnitError when the tree's compile
+    database does not list `source`."""
+    words, folder = compile_command(tree / "compile_commands.json", source)
+    keep = work / "keep"
+    keep.mkdir(parents=True, exist_ok=True)
+    staged = work / "candidate.json"
+    candidate.write(str(staged), str(source), region_hash, code, list(compile_args))
+    obj = work / "region.o"
+    done = runner.run(
+        analysis_command(words, launcher, obj, keep),
+        cwd=folder,
+        env=compile_env(staged),
+        timeout_s=timeout_s,
+        sandbox=False,
+    )
+    output = f"{done.stdout}\n{done.stderr}"
+    return Compiled(output, obj, keep, done.ok, done.timed_out)
+
+
+def object_of(tree: Path, source: Path) -> Path | None:
+    """The object `tree`'s build writes for `source` (its `-o`), if the database names one."""
+    words, folder = compile_command(tree / "compile_commands.json", source)
+    for flag, value in zip(words, words[1:], strict=False):
+        if flag in ("-o", "--output-file"):
+            return folder / value
+    return None

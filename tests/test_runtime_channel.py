@@ -1,0 +1,102 @@
+"""The channel library: it builds here against the toolkit's CUPTI, exports what the driver
+calls, takes its driver functions from the process (so the driver can load it), and its reports
+read back. Running it needs a GPU (tests/test_verify_state_gpu.py)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nvcc_opt.runtime import build, report
+from nvcc_opt.workspace.runner import ProcessRunner
+from tests.conftest import needs_nvcc
+
+RECORD = """nvcc-opt-channel 1
+kernel 401 26888886 smooth_kernel _Z13smooth_kernelPKfS0_Pfi
+kernel 401 36346176 block_sums_kernel _Z17block_sums_kernelPKfPdi
+memcpy 5 21844512
+memset 0 0
+state_calls 401
+state_allocation a0 00007f2fca000000 67108864 float 3 smooth(float const*, float*) parameter 1
+state_allocation a1 00007f2fc2000000 67108864 float 5 smooth(float const*, float*) parameter 2
+state_call_ns 1 67872
+state_call_ns 2 67424
+state_digest call 1 a0 ac115aaf5e77312d ac115aaf5e77312d
+state_digest call 1 a1 dc0b0234a39d0383 d9f4bdb0714c585f
+state_compare call 2 a1 differing 16777216 of 16777216 first 0 0.5 0.61 worst 0.2 unwritten 1
+state_touched call 2 a0
+state_extra 00007f2fd0000000 4096
+note something the channel could not do
+end
+"""
+
+
+def test_a_report_reads_back() -> None:
+    process = report.parse("channel-12.txt", RECORD)
+    assert process.complete
+    assert [(k.base, k.launches, k.ns) for k in process.kernels] == [
+        ("smooth_kernel", 401, 26888886),
+        ("block_sums_kernel", 401, 36346176),
+    ]
+    assert process.memcpy_ns == 21844512 and process.notes == (
+        "something the channel could not do",
+    )
+    state = process.state
+    assert state is not None and state.calls == 401
+    assert [(a.type, a.ordinal) for a in state.allocations] == [("float", 3), ("float", 5)]
+    assert state.allocations[1].seen == "smooth(float const*, float*) parameter 2"
+    assert state.call_ns == (67872, 67424)
+    assert state.digests[(1, 1)] == ("dc0b0234a39d0383", "d9f4bdb0714c585f")
+    (c,) = state.compares
+    assert (c.call, c.index, c.differing, c.elements, c.unwritten) == (
+        2,
+        1,
+        16777216,
+        16777216,
+        True,
+    )
+    assert (c.expected, c.got) == (0.5, 0.61)
+    assert state.touched == ((2, 0),)
+    assert state.problems == ("state_extra 00007f2fd0000000 4096",)
+
+
+def test_a_report_without_its_end_line_is_incomplete(tmp_path: Path) -> None:
+    (tmp_path / "channel-1.txt").write_text(RECORD.replace("end\n", ""), encoding="utf-8")
+    (tmp_path / "channel-2.txt.tmp").write_text(RECORD, encoding="utf-8")
+    (tmp_path / "channel-3.txt").write_text(RECORD, encoding="utf-8")
+    seen = report.read(tmp_path)
+    assert [p.complete for p in seen.processes] == [False, True, False]
+    assert not seen.complete
+    assert seen.launches()["smooth_kernel"] == 3 * 401
+    assert seen.gpu_ns(["smooth_kernel"]) == 3 * 26888886
+    assert report.read(tmp_path / "missing") == report.Report()
+
+
+@needs_nvcc
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_the_library_builds_once_and_loads_without_the_driver_linked(tmp_path: Path) -> None:
+    try:
+        built = build.library(ProcessRunner(), root=tmp_path)
+    except build.ChannelUnavailable as exc:
+        pytest.skip(str(exc))
+    assert built == build.library(ProcessRunner(), root=tmp_path)  # cached
+    symbols = subprocess.run(["nm", "-D", str(built)], capture_output=True, text=True).stdout
+    assert " T InitializeInjection" in symbols
+    undefined = {line.split()[-1] for line in symbols.splitlines() if " U " in line}
+    # The driver loads it with RTLD_NOW into a process whose libcuda is not global: every driver
+    # function must come through dlsym, none may be left for the loader.
+    assert not {s for s in undefined if s.startswith("cu") and not s.startswith("cupti")}
+    env = build.environment(built, tmp_path / "out")
+    assert env["CUDA_INJECTION64_PATH"] == str(built)
+    assert env["NVCC_OPT_CHANNEL_OUT"] == str(tmp_path / "out")
+
+
+def test_no_toolkit_is_said(tmp_path: Path) -> None:
+    fake = tmp_path / "bin" / "nvcc"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\n")
+    with pytest.raises(build.ChannelUnavailable, match="not found in the CUDA toolkit"):
+        build.find_cupti(build.toolkit(str(fake)))

@@ -1,0 +1,141 @@
+"""The decisions of the runtime state check (verify/state.py) on the channel's reports of its
+three runs: what a candidate that keeps state across calls leaves behind, and what an honest one
+(a fused kernel that no longer writes its scratch buffer) does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nvcc_opt.config import load
+from nvcc_opt.runtime.report import Allocation, Compare, Process, Report, State
+from nvcc_opt.verify.checks import RunOutput
+from nvcc_opt.verify.corroborate import Observed
+from nvcc_opt.verify.measure import Run
+from nvcc_opt.verify.state import StateRuns, state_reasons
+from nvcc_opt.workspace.runner import completed
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "saxpy-stencil"
+ALLOCATIONS = (
+    Allocation(0, "7f00", 64 << 20, "float", "update(float const*) parameter 1"),
+    Allocation(1, "7f01", 64 << 20, "float", "update(float*) parameter 2"),
+    Allocation(2, "7f02", 64 << 20, "float", "update(float*) parameter 3"),
+)
+STEADY = (68_000,) * 40
+
+
+def state(
+    calls: int = 401,
+    compares: tuple[Compare, ...] = (),
+    touched: tuple[tuple[int, int], ...] = (),
+    call_ns: tuple[int, ...] = STEADY,
+    problems: tuple[str, ...] = (),
+) -> State:
+    return State(calls, ALLOCATIONS, call_ns, {}, compares, touched, problems)
+
+
+def run(s: State, checksum: str = "25167912.51", exit_status: int = 1) -> Run:
+    text = f"time_ms: 0.3\nchecksum: {checksum}\ncheck: FAIL max_rel_err=0.4\n"
+    output = RunOutput(exit_status, text, "", {})
+    channel = Report((Process("channel-7.txt", True, (), state=s),))
+    return Run(completed(exit_status, text), output, 0.3, Observed(1.0, channel))
+
+
+def differs(call: int, index: int, n: int, unwritten: bool = False) -> Compare:
+    return Compare(call, index, n, 16 << 20, 0, 0.5, 0.61, 0.2, unwritten)
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The example's configuration (its checks, its checksum pattern)."""
+    root = tmp_path_factory.mktemp("project")
+    (root / "build").mkdir()
+    (root / "nvcc-opt.toml").write_text((EXAMPLE / "nvcc-opt.toml").read_text())
+    return load(root)
+
+
+def decide(config, cand: Run, again: Run | None = None) -> tuple[list[str], list[str]]:  # type: ignore[no-untyped-def]
+    notes: list[str] = []
+    record = run(state())
+    found = state_reasons(config, StateRuns(record, again or run(state()), cand), notes)
+    return found, notes
+
+
+def test_an_honest_candidate_passes(config) -> None:  # type: ignore[no-untyped-def]
+    assert decide(config, run(state())) == ([], [])
+
+
+def test_a_stale_output_after_changed_inputs(config) -> None:  # type: ignore[no-untyped-def]
+    cand = run(state(compares=(differs(2, 2, 16 << 20, unwritten=True),)), checksum="26000000")
+    found, _ = decide(config, cand)
+    assert any(
+        r.startswith("state: after call 2 (its inputs changed since the last call), allocation a2")
+        and "the call skipped its work" in r
+        for r in found
+    )
+    assert any("the program's own output differs" in r for r in found)
+
+
+def test_scratch_the_candidate_no_longer_writes_is_fine_while_the_output_agrees(config) -> None:  # type: ignore[no-untyped-def]
+    cand = run(state(compares=(differs(2, 1, 16 << 20, unwritten=True),)))
+    found, notes = decide(config, cand)
+    assert found == []
+    assert notes and "no longer writes allocation a1" in notes[0]
+
+
+def test_wrong_elements_are_wrong_even_when_the_checksum_agrees(config) -> None:  # type: ignore[no-untyped-def]
+    found, _ = decide(config, run(state(compares=(differs(3, 2, 70),))))
+    assert found and "differs from the original's at 70 of" in found[0]
+
+
+def test_the_programs_own_noise_is_allowed(config) -> None:  # type: ignore[no-untyped-def]
+    again = run(state(compares=(differs(2, 2, 10),)))
+    assert decide(config, run(state(compares=(differs(2, 2, 50),))), again)[0] == []
+    assert decide(config, run(state(compares=(differs(2, 2, 500),))), again)[0]
+
+
+def test_a_note_in_an_input(config) -> None:  # type: ignore[no-untyped-def]
+    found, _ = decide(config, run(state(touched=((1, 0),))))
+    assert found == [
+        "state: call 1 changed allocation a0 (64 MiB of float, first reached by "
+        "update(float const*) parameter 1), which the original leaves as it was (a note kept "
+        "in the caller's memory)"
+    ]
+
+
+def test_skipped_calls(config) -> None:  # type: ignore[no-untyped-def]
+    found, _ = decide(config, run(state(calls=2)))
+    assert found == [
+        "state: the candidate's region ran 2 calls where the original's ran 401 (calls skipped)"
+    ]
+
+
+def test_memory_the_original_never_reaches(config) -> None:  # type: ignore[no-untyped-def]
+    found, _ = decide(config, run(state(problems=("state_extra 00007f2fd0000000 4096",))))
+    assert found == ["state: state_extra 00007f2fd0000000 4096"]
+
+
+def test_calls_that_get_faster_when_inputs_repeat(config) -> None:  # type: ignore[no-untyped-def]
+    memo = (68_000, 68_000, 68_000) + (30_000,) * 37
+    found, _ = decide(config, run(state(call_ns=memo)))
+    assert len(found) == 1 and "work is skipped on repeated inputs" in found[0]
+    data_dependent = (68_000, 50_000, 50_000) + (60_000,) * 37  # the original's own pattern
+    honest = decide(config, run(state(call_ns=data_dependent)), run(state(call_ns=data_dependent)))
+    assert honest[0] == []
+
+
+def test_no_record_is_a_note(config) -> None:  # type: ignore[no-untyped-def]
+    notes: list[str] = []
+    empty = Run(completed(0), RunOutput(0, "", "", {}), 0.3, Observed(1.0, Report()))
+    assert state_reasons(config, StateRuns(empty, empty, empty), notes) == []
+    assert notes[0].startswith("unmeasured:")
+
+
+def test_a_check_that_failed_on_the_original_vouches_for_nothing(config) -> None:  # type: ignore[no-untyped-def]
+    broken = run(state(problems=("state_missing call 2 a1",)))
+    found, notes = decide(config, run(state(problems=("state_missing call 2 a1",))), broken)
+    assert found == []
+    assert notes == [
+        "unmeasured: the runtime state check failed on the original (state_missing call 2 a1)"
+    ]
