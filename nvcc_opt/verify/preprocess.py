@@ -32,6 +32,7 @@ from nvcc_opt.launcher.main import quote_include
 from nvcc_opt.regions.lexer import DIRECTIVE, tokenize
 from nvcc_opt.values import RegionSpan
 from nvcc_opt.workspace.runner import Runner
+from nvcc_opt.workspace.unit import without_options
 
 DEFAULT_TIMEOUT_S = 60.0
 REGION_FILE = "<@optimize region>"  # what `__FILE__` reads inside the region, on every run
@@ -40,7 +41,6 @@ _DROPPED = frozenset(
     (argv.Role.OUTPUT, argv.Role.DEPFILE, argv.Role.DEP_MODE, argv.Role.DEP_TARGET)
     + (argv.Role.DEP_FLAG, argv.Role.COMPILE, argv.Role.DEVICE_COMPILE, argv.Role.NO_KEY)
 )
-_OPTIONS = {name: opt for opt in argv.ALL_OPTIONS for name in (opt.long, opt.short) if name}
 
 
 class PreprocessError(Exception):
@@ -157,17 +157,7 @@ def _read_text(path: str) -> str:
 
 def _preprocess_args(job: argv.CompileJob, copy: str) -> list[str]:
     """The compile's arguments without its mode, output and depfile options, on `copy`."""
-    kept: list[str] = []
-    args = argv.with_source(job, copy)
-    i = 0
-    while i < len(args):
-        name, eq, _ = args[i].partition("=")
-        opt = _OPTIONS.get(args[i]) or (_OPTIONS.get(name) if eq else None)
-        if opt is not None and opt.role in _DROPPED:
-            i += 2 if opt.value and not eq else 1
-            continue
-        kept.append(args[i])
-        i += 1
+    kept = without_options(argv.with_source(job, copy), _DROPPED)
     # -dc is -c with relocatable device code, which defines __CUDACC_RDC__
     return [*kept, "-rdc=true"] if job.rdc else kept
 

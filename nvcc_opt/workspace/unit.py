@@ -63,19 +63,25 @@ def analysis_command(words: Sequence[str], launcher: str, obj: Path, keep: Path)
     rest = list(words)
     while rest and chain.is_self(rest[0]):  # compile_commands.json may list the launcher too
         rest = rest[1:]
-    kept: list[str] = []
-    i = 0
-    while i < len(rest):
-        name, eq, _ = rest[i].partition("=")
-        opt = _OPTIONS.get(rest[i]) or (_OPTIONS.get(name) if eq else None)
-        if opt is not None and opt.role in _DROPPED:
-            i += 2 if opt.value and not eq else 1
-            continue
-        kept.append(rest[i])
-        i += 1
+    kept = without_options(rest, _DROPPED)
     # -Xptxas -v rather than --resource-usage, which shows nothing with -rdc=true.
     report = ["-Xptxas", "-v", "--keep", "--keep-dir", str(keep)]
     return [launcher, *kept, "-o", str(obj), *report]
+
+
+def without_options(args: Sequence[str], roles: frozenset[str]) -> list[str]:
+    """`args` without the nvcc options whose role is in `roles`, and their values."""
+    kept: list[str] = []
+    i = 0
+    while i < len(args):
+        name, eq, _ = args[i].partition("=")
+        opt = _OPTIONS.get(args[i]) or (_OPTIONS.get(name) if eq else None)
+        if opt is not None and opt.role in roles:
+            i += 2 if opt.value and not eq else 1
+            continue
+        kept.append(args[i])
+        i += 1
+    return kept
 
 
 def compile_env(staged: Path) -> dict[str, str]:
