@@ -75,9 +75,7 @@ def verify_and_store(
             origin=answer.origin,
         )
     )
-    store.add_verification(
-        final.record(rewrite.id, verdict, context, final.machine(runner), notes)
-    )
+    store.add_verification(final.record(rewrite.id, verdict, context, final.machine(runner), notes))
     return Submitted(verdict, tuple(notes), rewrite.id)
 
 

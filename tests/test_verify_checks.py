@@ -242,9 +242,7 @@ def test_counted_patterns_match_as_often_as_in_the_baseline() -> None:
     forged = run("time_ms: 0.01\ntime_ms: 0.3\ncheck: PASS\n")
     counted = [r"time_ms: (\S+)", "check: PASS"]
     result = check_run(forged, require=["check: PASS"], baseline=base, counted=counted)
-    assert result.reasons == (
-        r"count: time_ms: (\S+) matches 2 times, 1 in the baseline's output",
-    )
+    assert result.reasons == (r"count: time_ms: (\S+) matches 2 times, 1 in the baseline's output",)
     twice = run("time_ms: 0.3\ncheck: PASS\ncheck: PASS\n")
     assert check_run(twice, baseline=base, counted=counted).reasons == (
         "count: check: PASS matches 2 times, 1 in the baseline's output",
