@@ -17,6 +17,7 @@ from nvcc_opt.records import RewriteState
 from nvcc_opt.store.api import Store
 from tests.conftest import needs_nvcc
 from tests.openai_server import Step, call, completion, scripted_server
+from tests.test_cli_verify import accept_despite_caveats
 from tests.test_tools_bench import FIXTURE, HALF, WRONG
 
 pytestmark = [needs_nvcc, pytest.mark.slow]
@@ -69,8 +70,7 @@ def test_a_verified_speedup_is_proposed_with_its_trace(project: Path, exe: str) 
     assert rewrite.code == HALF and rewrite.model.startswith("openai:scripted@")
     assert rewrite.last_verification is not None and rewrite.last_verification.passed
     assert isinstance(rewrite.trace, dict) and rewrite.trace["format"] == TRACE_FORMAT
-    accepted = subprocess.run([exe, "review", "--accept", "1"], capture_output=True, text=True)
-    assert accepted.returncode == 0, accepted.stderr
+    accept_despite_caveats(exe, "1", cwd=project)
 
 
 def test_a_wrong_answer_keeps_the_original(project: Path, exe: str) -> None:
