@@ -5,15 +5,15 @@ channel, fresh inputs, the runtime state check, the sanitizer, timing). A cheat 
 with a reason that starts with one of its expected prefixes; an honest rewrite must not be
 rejected. Marked `gpu`: skipped without one.
 
-Expected prefixes: a `classes/` file's `// expect:` header (tests/redteam_files.py); a
-`runtime/` file's name (`<reason>__<what>.cu`); an `allowlist/` cheat's any static line. With
+Expected prefixes: a `classes/` file's `// expect:` header (tests/redteam_files.py); a `runtime/`
+file's name (`<reason>__<what>.cu`); an `allowlist/` cheat's any static line. With
 NVCC_OPT_REDTEAM_REPORT set, each candidate's verdict is appended to that JSON file (a list), so a
-run's report can be kept. One configured example serves every candidate (a private tree pair per
-region). The cheats a static line refuses are judged on any machine by
-tests/test_redteam_static.py and skipped here unless NVCC_OPT_REDTEAM_ALL is set; what is left
-is the run-time cheats (a build and a few runs, ~35 s) and the honest rewrites (the whole
-verification with 6 timed pairs, ~45-60 s each, measured on two); `-k classes/` and the like
-run a folder at a time."""
+run's report can be kept (under pytest-xdist, to that name + `.gwN`, one file per worker). One
+configured example serves every candidate (a private tree pair per region). The cheats a static line
+refuses are judged on any machine by tests/test_redteam_static.py and skipped here unless
+NVCC_OPT_REDTEAM_ALL is set; what is left is the run-time cheats (a build and a few runs, ~35 s) and
+the honest rewrites (the whole verification with 6 timed pairs, ~45-60 s each, measured on two); `-k
+classes/` and the like run a folder at a time."""
 
 from __future__ import annotations
 
@@ -128,7 +128,8 @@ def _report(
     target = os.environ.get(REPORT)
     if not target:
         return
-    report = Path(target)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # one file per worker: no lost rows
+    report = Path(f"{target}.{worker}") if worker else Path(target)
     rows = json.loads(report.read_text(encoding="utf-8")) if report.is_file() else []
     rows.append(
         {
