@@ -1,33 +1,23 @@
-"""The `nvcc-opt` console script: a subcommand goes to the CLI, anything else is a compile.
+"""The `nvcc-opt` command: a subcommand goes to the CLI, anything else is a compile.
 
-This module is the launcher's fast path and imports only `os` and `sys`: a compile whose source
-files hold no `@optimize` is handed to the compiler with `os.execvp` after reading their bytes.
+This module is the launcher's fast path. A compile whose source files hold no `@optimize` is
+handed to the compiler with `os.execv` after reading their bytes, having imported nothing but this
+module and the command table (plain data): `os.execvp` would import `warnings`, and pip's
+generated console scripts `re` (scripts/nvcc-opt is ours for that reason). No
+`from __future__` import either: each module is a file to find and read on every compile.
 """
-
-from __future__ import annotations
 
 import os
 import sys
+
+from nvcc_opt.commands import COMMANDS
 
 GUARD = "NVCC_OPT_ACTIVE"  # set for the compilers we start: a nested nvcc-opt passes through
 DISABLE = "NVCC_OPT_DISABLE"
 PRAGMA = b"@optimize"
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c++", ".cp", ".c")
-SUBCOMMANDS = frozenset(
-    {
-        "status",
-        "import",
-        "export",
-        "review",
-        "explain",
-        "init",
-        "optimize",
-        "verify",
-        "tool",
-        "mcp",
-        "bench",
-    }
-)
+SUBCOMMANDS = frozenset(COMMANDS)
+_MISSING = (2, 20)  # ENOENT, ENOTDIR: try the next PATH entry (the errno module is not loaded)
 
 
 def _is_self(word: str) -> bool:
@@ -53,9 +43,27 @@ def _tagged(rest: list[str]) -> bool:
     return False
 
 
+def execvp(argv: list[str]) -> None:
+    """`os.execvp` without its imports: search PATH as execvp(3) does, and raise the error of
+    the first candidate that exists (say, not executable), else that of the last one tried."""
+    name = argv[0]
+    if "/" in name:
+        os.execv(name, argv)
+    found: OSError | None = None
+    last: OSError = FileNotFoundError(2, "No such file or directory", name)
+    for folder in (os.environ.get("PATH") or os.defpath).split(os.pathsep):
+        try:
+            os.execv(os.path.join(folder, name), argv)
+        except OSError as exc:
+            last = exc
+            if exc.errno not in _MISSING and found is None:
+                found = exc
+    raise found or last
+
+
 def _exec(rest: list[str]) -> None:
     try:
-        os.execvp(rest[0], rest)
+        execvp(rest)
     except OSError as exc:
         sys.stderr.write(f"nvcc-opt: cannot run {rest[0]}: {exc.strerror}\n")
         sys.exit(127)

@@ -1,0 +1,50 @@
+"""The `nvcc-opt` subcommands: name -> (where the click command is, its one-line help).
+
+Plain data and no imports: the console entry reads the names to tell a subcommand from a compiler
+on every compile, and the CLI group imports a command's module only when that command runs, so
+`nvcc-opt --help` lists them from here (tests/test_startup.py checks each line against the
+command's own help). Adding a command is one entry.
+"""
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "status": (
+        "nvcc_opt.report_cli:status",
+        "Every region the build has seen, how it was compiled, and its rewrites.",
+    ),
+    "explain": (
+        "nvcc_opt.report_cli:explain",
+        "Why each region of FILE does or does not get a rewrite.",
+    ),
+    "import": (
+        "nvcc_opt.exchange_cli:import_",
+        "Add the rewrites of FILE (JSON, as `export` writes) as proposed.",
+    ),
+    "export": (
+        "nvcc_opt.exchange_cli:export",
+        "Write rewrites as JSON that `import` reads (to OUTPUT, default stdout).",
+    ),
+    "review": (
+        "nvcc_opt.review_cli:review",
+        "Accept, reject or revoke rewrites; without options, step through them interactively.",
+    ),
+    "tool": (
+        "nvcc_opt.tools.cli:tool_command",
+        "Call tool NAME and print what the model would see (exit 1 when it reports an error).",
+    ),
+    "init": (
+        "nvcc_opt.config_cli:init",
+        "Write a commented nvcc-opt.toml here for the CMake build tree found.",
+    ),
+    "verify": (
+        "nvcc_opt.verify_cli:verify",
+        "Verify rewrites on this machine and record the verdicts (default: every proposed or "
+        "accepted rewrite never verified here, or whose compiler, flags, file or targets changed).",
+    ),
+    "optimize": (
+        "nvcc_opt.optimize_cli:optimize",
+        "Optimize regions (default: every region the build has seen without a proposed or "
+        "accepted rewrite).",
+    ),
+    "mcp": ("nvcc_opt.mcp_cli:mcp", "Serve the six tools for one region, and `submit`, over MCP."),
+    "bench": ("nvcc_opt.bench_cli:bench", "Benchmarks of the optimizer."),
+}
