@@ -17,6 +17,11 @@ Every timed run is checked: exit 0, no stderr from the launcher (a notice would 
 open), and the substituted object holds the rewrite. Run from the repository root:
 
     .venv/bin/python benchmarks/launcher_overhead.py [--pairs 40] [--nvcc-pairs N] [--write]
+    python3 benchmarks/launcher_overhead.py --fresh-venv [--pip-spec pip==23.2.1] --write
+
+`--fresh-venv` measures the README's install (a new venv, `pip install .`, the pip it comes with)
+rather than the development one. The script imports no nvcc-opt module itself: the rewrite is
+accepted by the measured install's own interpreter.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import json
 import math
 import os
 import platform
+import resource
 import shlex
 import shutil
 import subprocess
@@ -37,10 +43,7 @@ from dataclasses import asdict, dataclass
 from datetime import date
 from pathlib import Path
 
-from nvcc_opt import review
-from nvcc_opt.records import NewRewrite
-from nvcc_opt.regions.scan import scan
-from nvcc_opt.store.api import Store
+from fresh_install import install
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WARMUP = 3  # pairs run first and not counted: the first tagged compile creates the store
@@ -86,6 +89,22 @@ done
 cat "$src" > "$out"
 """
 EXEC_ONLY = "import os, sys; os.execv(sys.argv[1], sys.argv[1:])"
+# Run by the measured install's interpreter: accept REWRITE for the region of a tagged file.
+ACCEPT = """\
+import sys
+from nvcc_opt import review
+from nvcc_opt.records import NewRewrite
+from nvcc_opt.regions.scan import scan
+from nvcc_opt.store.api import Store
+
+db, source, code = sys.argv[1:]
+with open(source, "rb") as handle:
+    region = scan(handle.read()).regions[0]
+with Store.open(db) as store:
+    new = NewRewrite(file=source, region_name=region.name, region_hash=region.text_hash, code=code)
+    rewrite, _ = store.add_rewrite(new)
+    review.decide(store, rewrite.id, "accept", "benchmark", force=True)
+"""
 
 
 @dataclass(frozen=True)
@@ -106,6 +125,10 @@ class Result:
     launcher_median_ms: float
     overhead_median_ms: float
     overhead_p95_ms: float
+    # CPU time (user + system) of the command and all its processes: what the launcher itself
+    # costs, far less disturbed by other work on the machine than wall time is.
+    overhead_cpu_median_ms: float
+    overhead_cpu_p95_ms: float
     target_median_ms: float | None
     target_p95_ms: float | None
     met: bool | None
@@ -115,29 +138,41 @@ class BenchError(RuntimeError):
     """A timed command did not do what it should: its numbers would mean nothing."""
 
 
+@dataclass(frozen=True)
+class Timing:
+    wall_ms: float
+    cpu_ms: float
+
+
 def percentile(values: Sequence[float], fraction: float) -> float:
     """Nearest-rank percentile: the smallest value with at least `fraction` of values <= it."""
     ordered = sorted(values)
     return ordered[max(1, math.ceil(len(ordered) * fraction)) - 1]
 
 
-def timed(command: list[str], cwd: Path, env: dict[str, str], quiet: bool) -> float:
+def children_cpu_s() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str], quiet: bool) -> Timing:
+    cpu = children_cpu_s()
     start = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True)
     elapsed = time.perf_counter() - start
+    cpu = children_cpu_s() - cpu
     if done.returncode != 0 or (quiet and done.stderr):
         raise BenchError(
             f"{shlex.join(command)}: exit {done.returncode}\n{done.stderr.decode(errors='replace')}"
         )
-    return elapsed * 1e3
+    return Timing(elapsed * 1e3, cpu * 1e3)
 
 
 def time_pairs(
     case: Case, pairs: int, cwd: Path, env: dict[str, str]
-) -> tuple[list[float], list[float]]:
-    """(direct ms, launcher ms) of each counted pair."""
-    directs: list[float] = []
-    launchers: list[float] = []
+) -> list[tuple[Timing, Timing]]:
+    """(direct, launcher) of each counted pair."""
+    counted = []
     for i in range(WARMUP + pairs):
         if i % 2:  # alternate which runs first, so neither gains from the other's warm caches
             launcher = timed(case.launcher, cwd, env, quiet=True)
@@ -148,14 +183,14 @@ def time_pairs(
         if i == 0:
             case.check()
         if i >= WARMUP:
-            directs.append(direct)
-            launchers.append(launcher)
-    return directs, launchers
+            counted.append((direct, launcher))
+    return counted
 
 
 def measure(case: Case, pairs: int, cwd: Path, env: dict[str, str]) -> Result:
-    directs, launchers = time_pairs(case, pairs, cwd, env)
-    overheads = [launcher - direct for direct, launcher in zip(directs, launchers, strict=True)]
+    counted = time_pairs(case, pairs, cwd, env)
+    overheads = [launcher.wall_ms - direct.wall_ms for direct, launcher in counted]
+    cpu = [launcher.cpu_ms - direct.cpu_ms for direct, launcher in counted]
     median = percentile(overheads, 0.5)
     p95 = percentile(overheads, 0.95)
     # Judged on the fake compiler only: real nvcc's noise is larger than the targets.
@@ -168,10 +203,12 @@ def measure(case: Case, pairs: int, cwd: Path, env: dict[str, str]) -> Result:
         case.compiler,
         case.name,
         pairs,
-        round(percentile(directs, 0.5), 2),
-        round(percentile(launchers, 0.5), 2),
+        round(percentile([d.wall_ms for d, _ in counted], 0.5), 2),
+        round(percentile([x.wall_ms for _, x in counted], 0.5), 2),
         round(median, 2),
         round(p95, 2),
+        round(percentile(cpu, 0.5), 2),
+        round(percentile(cpu, 0.95), 2),
         target_median,
         target_p95,
         met,
@@ -184,18 +221,10 @@ def write_sources(work: Path) -> None:
     (work / "sub.cu").write_text(TAGGED)
 
 
-def accept_rewrite(store_db: Path, source: Path) -> None:
-    region = scan(source.read_bytes()).regions[0]
-    with Store.open(store_db) as store:
-        rewrite, _ = store.add_rewrite(
-            NewRewrite(
-                file=str(source.resolve()),
-                region_name=region.name,
-                region_hash=region.text_hash,
-                code=REWRITE,
-            )
-        )
-        review.decide(store, rewrite.id, "accept", "benchmark", force=True)
+def accept_rewrite(python: str, store_db: Path, source: Path) -> None:
+    """Accept REWRITE for `source`'s region, with the nvcc-opt that `python` runs."""
+    command = [python, "-c", ACCEPT, str(store_db), str(source.resolve()), REWRITE]
+    subprocess.run(command, check=True)
 
 
 def holds(obj: Path, wanted: bytes, unwanted: bytes) -> Callable[[], None]:
@@ -275,7 +304,7 @@ def machine_facts(nvcc: str | None) -> dict[str, object]:
 
 def print_table(results: Sequence[Result]) -> None:
     header = f"{'compiler':<8} {'case':<26} {'pairs':>5} {'direct':>9} {'launcher':>9}"
-    print(header + f" {'overhead':>9} {'p95':>8}  target")
+    print(header + f" {'overhead':>9} {'p95':>8} {'cpu':>8}  target")
     for r in results:
         target = "" if r.target_median_ms is None else f"<= {r.target_median_ms:g}"
         if r.target_p95_ms is not None:
@@ -284,7 +313,7 @@ def print_table(results: Sequence[Result]) -> None:
         print(
             f"{r.compiler:<8} {r.case:<26} {r.pairs:>5} {r.direct_median_ms:>7.1f}ms"
             f" {r.launcher_median_ms:>7.1f}ms {r.overhead_median_ms:>7.1f}ms"
-            f" {r.overhead_p95_ms:>6.1f}ms  {target}{verdict}"
+            f" {r.overhead_p95_ms:>6.1f}ms {r.overhead_cpu_median_ms:>6.1f}ms  {target}{verdict}"
         )
 
 
@@ -298,23 +327,60 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="pairs per real-nvcc case (default --pairs; 0 skips)",
     )
     parser.add_argument("--exe", default=str(Path(sys.executable).parent / "nvcc-opt"))
+    add_install_options(parser)
     parser.add_argument("--nvcc", default=shutil.which("nvcc"))
     parser.add_argument("--write", action="store_true", help="write benchmarks/results/*.json")
     return parser.parse_args(argv)
 
 
-def run(args: argparse.Namespace, work: Path) -> list[Result]:
+def add_install_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fresh-venv",
+        action="store_true",
+        help="measure the README's install: a new venv, `pip install .` (replaces --exe)",
+    )
+    parser.add_argument(
+        "--pip-spec", default="", help="with --fresh-venv: this pip, e.g. pip==23.2.1"
+    )
+    parser.add_argument(
+        "--pip-arg", action="append", default=[], help="with --fresh-venv: passed to pip install"
+    )
+
+
+def measured_install(args: argparse.Namespace, work: Path) -> dict[str, object]:
+    """Install afresh when asked (then `args.exe` is that install's script); what was measured."""
+    if args.fresh_venv:
+        done = install(work / "install", sys.executable, args.pip_spec, args.pip_arg)
+        args.exe = done.exe
+        return {"kind": "fresh venv, pip install . (not editable)", **done.facts()}
+    with open(args.exe, encoding="utf-8") as handle:
+        head = handle.read().splitlines()[:6]
+    return {"kind": "given", "exe": args.exe, "script_head": head}
+
+
+def write_fake(work: Path) -> Path:
     fake = work / "bin" / "nvcc"
     fake.parent.mkdir()
     fake.write_text(FAKE_NVCC)
     fake.chmod(0o755)
-    write_sources(work)
-    store_db = work / "state" / "store.db"
-    accept_rewrite(store_db, work / "sub.cu")
-    # Bytecode caches on, as a pip install leaves them: without, each start compiles nvcc-opt.
+    return fake
+
+
+def timing_env(store_db: Path) -> dict[str, str]:
+    """Bytecode caches on, as a pip install leaves them (without, each start compiles
+    nvcc-opt's modules); no nvcc-opt settings but a private store."""
     dropped = ("NVCC_OPT_", "PYTHONDONTWRITEBYTECODE")
     env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
     env["NVCC_OPT_STORE"] = str(store_db)
+    return env
+
+
+def run(args: argparse.Namespace, work: Path) -> list[Result]:
+    fake = write_fake(work)
+    write_sources(work)
+    store_db = work / "state" / "store.db"
+    accept_rewrite(shebang_interpreter(args.exe), store_db, work / "sub.cu")
+    env = timing_env(store_db)
     cases = compile_cases("fake", str(fake), args.exe, work)
     cases += floor_cases(str(fake), shebang_interpreter(args.exe))
     nvcc_pairs = args.pairs if args.nvcc_pairs is None else args.nvcc_pairs
@@ -329,6 +395,7 @@ def main(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     facts = machine_facts(args.nvcc)  # before the run: the load average is others' work
     with tempfile.TemporaryDirectory(prefix="nvcc-opt-bench-") as folder:
+        installed = measured_install(args, Path(folder))
         results = run(args, Path(folder))
     print_table(results)
     if args.write:
@@ -338,6 +405,7 @@ def main(argv: Sequence[str]) -> int:
             "benchmark": "launcher_overhead",
             "command": shlex.join([sys.executable, *sys.argv]),
             "machine": facts,
+            "install": installed,
             "warmup_pairs": WARMUP,
             "results": [asdict(r) for r in results],
         }
