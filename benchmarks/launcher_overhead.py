@@ -224,7 +224,7 @@ def write_sources(work: Path) -> None:
 def accept_rewrite(python: str, store_db: Path, source: Path) -> None:
     """Accept REWRITE for `source`'s region, with the nvcc-opt that `python` runs."""
     command = [python, "-c", ACCEPT, str(store_db), str(source.resolve()), REWRITE]
-    subprocess.run(command, check=True)
+    subprocess.run(command, cwd=source.parent, check=True)  # not here: `-c` imports from cwd
 
 
 def holds(obj: Path, wanted: bytes, unwanted: bytes) -> Callable[[], None]:

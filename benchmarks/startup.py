@@ -113,6 +113,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--exe", default=None, help="measure this script, not a fresh install")
     lo.add_install_options(parser)
     parser.add_argument("--write", action="store_true", help="write benchmarks/results/*.json")
+    parser.add_argument("--label", default="", help="added to the results file's name")
     args = parser.parse_args(argv)
     args.fresh_venv = args.exe is None
     return args
@@ -134,7 +135,8 @@ def main(argv: Sequence[str]) -> int:
     print_tables(commands, compiles)
     if args.write:
         lo.RESULTS.mkdir(exist_ok=True)
-        path = lo.RESULTS / f"startup-{date.today().isoformat()}.json"
+        label = f"-{args.label}" if args.label else ""
+        path = lo.RESULTS / f"startup-{date.today().isoformat()}{label}.json"
         report = {
             "benchmark": "startup",
             "command": shlex.join([sys.executable, *sys.argv]),
