@@ -146,7 +146,7 @@ def test_installed_script_is_ours(exe: str) -> None:
     ours = (REPO / "scripts" / "nvcc-opt").read_text().splitlines()
     assert ours[0] == "#!python"
     assert Path(interpreter(exe)).samefile(sys.executable)
-    assert installed[1:] == ours[1:]
+    assert installed[1:] == ours[1:], f"{exe} is not scripts/nvcc-opt: bash tests/setup_env.sh"
     tree = ast.parse("\n".join(ours[1:]))
     names = set()
     for node in ast.walk(tree):
