@@ -43,6 +43,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "names.h"
+
 namespace {
 
 struct Driver {
@@ -179,27 +181,6 @@ std::string demangled(const char* name)
     std::string out = (status == 0 && text != nullptr) ? text : name;
     std::free(text);
     return out;
-}
-
-// "ns::k<4>(float const*, int)" -> "k"
-std::string base_name(const std::string& signature)
-{
-    std::string head = signature.substr(0, signature.find('('));
-    int depth = 0;
-    std::string plain;
-    for (char c : head) {
-        if (c == '<') {
-            ++depth;
-        } else if (c == '>') {
-            --depth;
-        } else if (depth == 0) {
-            plain += c;
-        }
-    }
-    size_t colon = plain.rfind("::");
-    plain = colon == std::string::npos ? plain : plain.substr(colon + 2);
-    size_t space = plain.rfind(' ');  // a return type in front (templates)
-    return space == std::string::npos ? plain : plain.substr(space + 1);
 }
 
 // Per parameter of a demangled signature: "float" or "double" for a pointer to such elements (or
@@ -616,7 +597,7 @@ void on_launch(const CUpti_CallbackData* data, CUpti_CallbackId id)
     }
     std::string signature = demangled(mangled ? mangled : "?");
     State& s = g_state;
-    bool region = s.region.count(base_name(signature)) > 0;
+    bool region = s.region.count(nvcc_opt::base_name(signature)) > 0;
     if (!region) {
         if (s.in_call) {
             end_call();
@@ -725,7 +706,7 @@ void write_results()
     std::fprintf(f, "nvcc-opt-channel 1\n");
     for (const auto& [name, totals] : g_kernels) {  // launches, GPU ns, base name, mangled name
         std::fprintf(f, "kernel %llu %llu %s %s\n", (unsigned long long)totals.launches,
-                     (unsigned long long)totals.ns, base_name(demangled(name.c_str())).c_str(),
+                     (unsigned long long)totals.ns, nvcc_opt::base_name(demangled(name.c_str())).c_str(),
                      name.c_str());
     }
     std::fprintf(f, "memcpy %llu %llu\n", (unsigned long long)g_memcpy_count,
