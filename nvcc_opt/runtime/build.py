@@ -20,7 +20,8 @@ from filelock import FileLock
 from nvcc_opt.workspace.runner import Runner
 
 SOURCE = Path(__file__).with_name("channel.cpp")
-HEADERS = (Path(__file__).with_name("names.h"),)  # included by SOURCE: part of the cache key
+# included by SOURCE: part of the cache key
+HEADERS = tuple(Path(__file__).with_name(h) for h in ("digest.h", "names.h"))
 LIBRARY = "libnvcc_opt_channel.so"
 BUILD_TIMEOUT_S = 300.0
 

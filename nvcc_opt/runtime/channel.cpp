@@ -43,6 +43,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "digest.h"
 #include "names.h"
 
 namespace {
@@ -153,15 +154,6 @@ void resolve_allocations()
     }
 }
 
-uint64_t fnv1a(const unsigned char* data, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; ++i) {
-        h = (h ^ data[i]) * 1099511628211ull;
-    }
-    return h;
-}
-
 // A uniform number in [0.5, 1) from (seed, index): the same in every process.
 double unit(uint64_t seed, uint64_t index)
 {
@@ -253,7 +245,7 @@ size_t copied(const Allocation& a)
 
 uint64_t digest(const Allocation& a)
 {
-    return copy_out(a, copied(a)) ? fnv1a(g_host.data(), copied(a)) : 0;
+    return copy_out(a, copied(a)) ? nvcc_opt::content_digest(g_host.data(), copied(a)) : 0;
 }
 
 std::string data_file(int call, size_t index)
@@ -401,7 +393,7 @@ void end_call()
             s.lines.push_back("state_error call " + std::to_string(s.call) + " copy failed");
             continue;
         }
-        uint64_t post = fnv1a(g_host.data(), copied(a));
+        uint64_t post = nvcc_opt::content_digest(g_host.data(), copied(a));
         s.post.resize(std::max(s.post.size(), i + 1), 0);
         s.post[i] = post;
         s.lines.push_back("state_digest call " + std::to_string(s.call) + " a" + std::to_string(i) +

@@ -1,7 +1,9 @@
-"""The channel's kernel names (nvcc_opt/runtime/names.h), compiled here with the host compiler:
-the base name the channel reports for a demangled kernel signature is the name the region's code
-uses, in every scope a kernel can live in. A kernel in an anonymous namespace once reported an
-empty name, so its calls were never the region's (an honest rewrite was rejected on the H200)."""
+"""The channel's pure parts (nvcc_opt/runtime/*.h), compiled here with the host compiler.
+
+Kernel names (names.h): the base name the channel reports for a demangled kernel signature is the
+name the region's code uses, in every scope a kernel can live in. A kernel in an anonymous
+namespace once reported an empty name, so its calls were never the region's (an honest rewrite
+was rejected on the H200)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from nvcc_opt.runtime import build
+
+DIGEST = Path(__file__).parent / "fixtures" / "runtime" / "digest_check.cpp"
 
 CASES = {
     "k(float*, int)": "k",
@@ -29,7 +33,7 @@ CASES = {
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_base_names_of_demangled_signatures(tmp_path: Path) -> None:
-    header = build.HEADERS[0]
+    header = build.SOURCE.with_name("names.h")
     lines = [f'    std::puts(nvcc_opt::base_name("{s}").c_str());' for s in CASES]
     program = tmp_path / "names.cpp"
     program.write_text(
@@ -40,3 +44,14 @@ def test_base_names_of_demangled_signatures(tmp_path: Path) -> None:
     subprocess.run(["g++", "-std=c++17", "-o", str(exe), str(program)], check=True)
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
     assert out.splitlines() == list(CASES.values())
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_the_digest_sees_every_change(tmp_path: Path) -> None:
+    """tests/fixtures/runtime/digest_check.cpp: equal bytes, equal digests; one bit flipped at
+    every position, one byte more, two 8-byte words swapped: a different digest."""
+    exe = tmp_path / "digest"
+    include = f"-I{build.SOURCE.parent}"
+    subprocess.run(["g++", "-std=c++17", "-O2", include, "-o", str(exe), str(DIGEST)], check=True)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    assert out.splitlines()[-1] == "failures 0", out[-2000:]
