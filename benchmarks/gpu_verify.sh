@@ -2,8 +2,8 @@
 # The verification against reward hacking on the H200, in as few device calls as the budget
 # allows (benchmarks/README.md, "Red team on a GPU"). PARTS picks what runs:
 #   redteam   tests/test_redteam_gpu.py on WORKERS pytest-xdist workers (default 6), each
-#             candidate's verdict in $OUT/redteam.json.gwN; REDTEAM_K narrows it (-k), REDTEAM_S
-#             bounds it (default 520 s)
+#             candidate's verdict in $OUT/redteam.json (the workers' files joined); REDTEAM_K
+#             narrows it (-k), REDTEAM_S bounds it (default 520 s)
 #   smoke     benchmarks/verify_smoke.py on two honest rewrites and a state cheat
 #   overhead  benchmarks/verify_overhead.py (target: the newer checks < 25% of a verification)
 # Wheels the machine lacks travel in .whl/ (as for gpu_session.sh).
@@ -26,6 +26,11 @@ if want redteam; then
   NVCC_OPT_REDTEAM_REPORT="$OUT/redteam.json" timeout -s INT -k 20 "${REDTEAM_S:-520}" \
     python3 -m pytest -q -p no:cacheprovider -m gpu -n "${WORKERS:-6}" tests/test_redteam_gpu.py \
     ${REDTEAM_K:+-k "$REDTEAM_K"} -rfE 2>&1 | tail -60 | tee "$OUT/redteam.log"
+  # one report: only a few files come back from a device call
+  python3 -c 'import glob, json, os, sys
+rows = [r for f in sorted(glob.glob(sys.argv[1] + ".gw*")) for r in json.load(open(f))]
+json.dump(sorted(rows, key=lambda r: r["file"]), open(sys.argv[1], "w"), indent=1)
+[os.remove(f) for f in glob.glob(sys.argv[1] + ".gw*")]' "$OUT/redteam.json"
 fi
 if want smoke; then
   step "verify_smoke"

@@ -20,6 +20,8 @@ from filelock import FileLock
 from nvcc_opt.workspace.runner import Runner
 
 SOURCE = Path(__file__).with_name("channel.cpp")
+# included by SOURCE: part of the cache key
+HEADERS = tuple(Path(__file__).with_name(h) for h in ("digest.h", "names.h"))
 LIBRARY = "libnvcc_opt_channel.so"
 BUILD_TIMEOUT_S = 300.0
 
@@ -90,7 +92,7 @@ def library(runner: Runner, *, nvcc: str | None = None, root: Path | None = None
     compiler = shutil.which("g++") or shutil.which("c++")
     if compiler is None:
         raise ChannelUnavailable("no C++ compiler (g++ or c++) on PATH to build the channel")
-    source = SOURCE.read_bytes()
+    source = b"\0".join(p.read_bytes() for p in (SOURCE, *HEADERS))
     key = hashlib.sha256(b"\0".join([source, compiler.encode(), str(cupti).encode()])).hexdigest()
     folder = (root or cache_root()) / key[:16]
     built = folder / LIBRARY

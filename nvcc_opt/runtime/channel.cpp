@@ -43,6 +43,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "digest.h"
+#include "names.h"
+
 namespace {
 
 struct Driver {
@@ -151,15 +154,6 @@ void resolve_allocations()
     }
 }
 
-uint64_t fnv1a(const unsigned char* data, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; ++i) {
-        h = (h ^ data[i]) * 1099511628211ull;
-    }
-    return h;
-}
-
 // A uniform number in [0.5, 1) from (seed, index): the same in every process.
 double unit(uint64_t seed, uint64_t index)
 {
@@ -179,27 +173,6 @@ std::string demangled(const char* name)
     std::string out = (status == 0 && text != nullptr) ? text : name;
     std::free(text);
     return out;
-}
-
-// "ns::k<4>(float const*, int)" -> "k"
-std::string base_name(const std::string& signature)
-{
-    std::string head = signature.substr(0, signature.find('('));
-    int depth = 0;
-    std::string plain;
-    for (char c : head) {
-        if (c == '<') {
-            ++depth;
-        } else if (c == '>') {
-            --depth;
-        } else if (depth == 0) {
-            plain += c;
-        }
-    }
-    size_t colon = plain.rfind("::");
-    plain = colon == std::string::npos ? plain : plain.substr(colon + 2);
-    size_t space = plain.rfind(' ');  // a return type in front (templates)
-    return space == std::string::npos ? plain : plain.substr(space + 1);
 }
 
 // Per parameter of a demangled signature: "float" or "double" for a pointer to such elements (or
@@ -272,7 +245,7 @@ size_t copied(const Allocation& a)
 
 uint64_t digest(const Allocation& a)
 {
-    return copy_out(a, copied(a)) ? fnv1a(g_host.data(), copied(a)) : 0;
+    return copy_out(a, copied(a)) ? nvcc_opt::content_digest(g_host.data(), copied(a)) : 0;
 }
 
 std::string data_file(int call, size_t index)
@@ -420,7 +393,7 @@ void end_call()
             s.lines.push_back("state_error call " + std::to_string(s.call) + " copy failed");
             continue;
         }
-        uint64_t post = fnv1a(g_host.data(), copied(a));
+        uint64_t post = nvcc_opt::content_digest(g_host.data(), copied(a));
         s.post.resize(std::max(s.post.size(), i + 1), 0);
         s.post[i] = post;
         s.lines.push_back("state_digest call " + std::to_string(s.call) + " a" + std::to_string(i) +
@@ -616,7 +589,7 @@ void on_launch(const CUpti_CallbackData* data, CUpti_CallbackId id)
     }
     std::string signature = demangled(mangled ? mangled : "?");
     State& s = g_state;
-    bool region = s.region.count(base_name(signature)) > 0;
+    bool region = s.region.count(nvcc_opt::base_name(signature)) > 0;
     if (!region) {
         if (s.in_call) {
             end_call();
@@ -725,7 +698,7 @@ void write_results()
     std::fprintf(f, "nvcc-opt-channel 1\n");
     for (const auto& [name, totals] : g_kernels) {  // launches, GPU ns, base name, mangled name
         std::fprintf(f, "kernel %llu %llu %s %s\n", (unsigned long long)totals.launches,
-                     (unsigned long long)totals.ns, base_name(demangled(name.c_str())).c_str(),
+                     (unsigned long long)totals.ns, nvcc_opt::base_name(demangled(name.c_str())).c_str(),
                      name.c_str());
     }
     std::fprintf(f, "memcpy %llu %llu\n", (unsigned long long)g_memcpy_count,

@@ -139,14 +139,16 @@ def _region_state(run: Run) -> report.State | None:
 
 
 def _not_run(record: Run) -> str:
-    channel = record.observed.channel
+    return f"unmeasured: the runtime state check did not run ({_why_no_state(record)})"
+
+
+def _why_no_state(run: Run) -> str:
+    channel = run.observed.channel
     if channel is None or not channel.processes:
-        why = "the channel wrote nothing: no CUDA process, or the channel could not load"
-    elif len(channel.states) > 1:
-        why = f"{len(channel.states)} processes ran the region; the check follows one"
-    else:
-        why = "the region's kernels never ran under it" + "".join(f"; {n}" for n in channel.notes)
-    return f"unmeasured: the runtime state check did not run ({why})"
+        return "the channel wrote nothing: no CUDA process, or the channel could not load"
+    if len(channel.states) > 1:
+        return f"{len(channel.states)} processes ran the region; the check follows one"
+    return "the region's kernels never ran under it" + "".join(f"; {n}" for n in channel.notes)
 
 
 def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> list[str]:
@@ -158,7 +160,10 @@ def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> l
         notes.append("unmeasured: the runtime state check's baseline runs did not complete")
         return []
     if cand is None:
-        return ["state: the candidate's run did not report its region's calls (no channel)"]
+        return [
+            "state: the candidate's run did not report its region's calls "
+            f"({_why_no_state(runs.candidate)})"
+        ]
     if again.problems:  # the check itself failed on the original: it vouches for nothing
         notes.append(
             f"unmeasured: the runtime state check failed on the original ({again.problems[0]})"
