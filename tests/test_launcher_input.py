@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nvcc_opt import review
-from nvcc_opt.launcher import candidate, main
+from nvcc_opt.launcher import argv, candidate, main
 from nvcc_opt.records import NewRewrite
 from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt.regions.splice import splice
@@ -153,6 +153,33 @@ def test_substituted_compile_without_its_object_falls_back(
     assert again.returncode == 0 and b"suspect" not in again.stderr
 
 
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("-c src/k.cu -o obj/k.o", "obj/k.o"),
+        ("-c src/k.cu", "k.o"),
+        ("-dc src/k.cu -odir out", "out/k.o"),
+        ("-c src/k.cu --output-directory=out -o k2.o", "k2.o"),  # measured: -odir moves no -o
+    ],
+)
+def test_object_file(command: str, expected: str) -> None:
+    job = argv.parse(command.split(), lambda path: "", "/build")
+    assert isinstance(job, argv.CompileJob)
+    assert argv.object_file(job) == expected
+
+
+def test_output_that_is_no_regular_file_is_not_judged(tmp_path: Path) -> None:
+    """`-o /dev/null` cannot show whether the compile wrote it: never a false suspect."""
+    assert main._written(os.devnull, main._file_state(os.devnull))
+    obj = tmp_path / "k.o"
+    assert not main._written(str(obj), None)
+    obj.write_bytes(b"old")
+    before = main._file_state(str(obj))
+    assert not main._written(str(obj), before)
+    obj.write_bytes(b"newer")  # (a compile takes far longer than a timestamp tick)
+    assert main._written(str(obj), before)
+
+
 @needs_nvcc
 def test_candidate_without_its_object_fails(
     tmp_path: Path, exe: str, store_env: Path, monkeypatch: pytest.MonkeyPatch
@@ -197,6 +224,7 @@ def test_non_utf8_path_compiles_as_nvcc_does(
     done = run([exe, "nvcc", *args], Path(folder))
     assert done.returncode == 0, done.stderr
     assert b"Traceback" not in done.stderr and b"internal error" not in done.stderr
+    assert b"not UTF-8" in done.stderr  # the store cannot hold it: said once
     assert normalized(Path(folder, "k.o")) == normalized(Path(folder, "plain.o"))
     with open(os.path.join(folder, "k.o.d"), "rb") as handle:
         dep = handle.read()
@@ -204,6 +232,7 @@ def test_non_utf8_path_compiles_as_nvcc_does(
     absolute = [os.path.join(folder, a) if a in (name, "k.o") else a for a in args[:5]]
     done = run([exe, "nvcc", *absolute], tmp_path)  # from another folder, by absolute path
     assert done.returncode == 0, done.stderr
+    assert b"nvcc-opt" not in done.stderr
     assert normalized(Path(folder, "k.o")) == normalized(Path(folder, "plain.o"))
 
 

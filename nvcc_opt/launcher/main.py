@@ -1,6 +1,7 @@
 """The launcher's slow path: a compile whose source holds `@optimize`.
 
-Fails open: any problem in here runs the original command unchanged and says why, briefly. Exit
+Fails open: any problem in here runs the original command unchanged and says why, briefly; so
+does a substituted compile that exits 0 without writing its object (it counts as failed). Exit
 code, stdout and stderr of the compiler pass through; with no accepted rewrite the compiler runs on
 the original arguments, so the object is the one plain nvcc makes.
 
@@ -12,6 +13,7 @@ been recorded yet (`seen/` markers).
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 from nvcc_opt import paths
@@ -151,17 +153,16 @@ def _accepted(store: str, file: str, regions: tuple[RegionSpan, ...]) -> list[Ac
 
 def execute(tagged: Tagged) -> int:
     version = _start_version_probe(tagged.chain.compiler)
-    stamps = [paths.stamp_file(tagged.store, tagged.file, r.name) for r in tagged.regions]
-    try:
-        for stamp in stamps:
-            paths.ensure_stamp(stamp)
-    except OSError as exc:
-        notice(f"cannot create region stamps ({exc}); decisions will not trigger rebuilds")
-        stamps = []
     original = tagged.chain.command(list(tagged.job.args))
+    try:
+        stamps = _stamps(tagged)
+    except Exception as exc:  # fail open (candidate mode: fail closed)
+        then = "failing the candidate" if tagged.candidate else "compiling the original"
+        notice(f"internal error ({type(exc).__name__}: {exc}); {then}")
+        return 1 if tagged.candidate else _call(original)
     copy: str | None = None
     if tagged.plan.applied:
-        copy, code, errors = _compile_substituted(tagged)
+        copy, code, errors = _try_substituted(tagged)
         if code != 0 and tagged.candidate:
             sys.stderr.write(errors)
             return code
@@ -182,6 +183,29 @@ def execute(tagged: Tagged) -> int:
     except Exception as exc:  # the object is built: report, never fail the build for this
         notice(f"internal error after compiling ({type(exc).__name__}: {exc})")
     return code
+
+
+def _stamps(tagged: Tagged) -> list[str]:
+    """The regions' stamp files, created if missing; [] (and why) when they cannot be."""
+    try:
+        stamps = [paths.stamp_file(tagged.store, tagged.file, r.name) for r in tagged.regions]
+        for stamp in stamps:
+            paths.ensure_stamp(stamp)
+    except OSError as exc:
+        notice(f"cannot create region stamps ({exc}); decisions will not trigger rebuilds")
+        return []
+    return stamps
+
+
+def _try_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
+    """`_compile_substituted`, with an internal error reported as a failed substitution that
+    is nobody's rewrite's fault (errors "": the rewrite is not marked suspect)."""
+    try:
+        return _compile_substituted(tagged)
+    except Exception as exc:  # fail open (candidate mode: fail closed)
+        then = "failing the candidate" if tagged.candidate else "compiling the original"
+        notice(f"internal error ({type(exc).__name__}: {exc}); {then}")
+        return None, 1, ""
 
 
 def quote_include(source: str) -> str:
@@ -209,6 +233,8 @@ def _compile_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
     args = [include, *argv.with_source(job, copy)]
     command = tagged.chain.command([*args, *tagged.plan.extra_args])
     out, err = f"{copy}.stdout", f"{copy}.stderr"
+    target = argv.object_file(job)
+    before = _file_state(target)
     try:
         code = spawn.start(command, _env(), stdout=out, stderr=err).wait()
         with open(out, "rb") as handle:
@@ -218,6 +244,10 @@ def _compile_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
     except OSError as exc:
         notice(f"cannot run {command[0]}: {exc.strerror}; {then}")
         return None, 1, ""
+    if code == 0 and not _written(target, before):
+        # a compile can "succeed" without its object (a dry run, an output put elsewhere)
+        why = f"error: the substituted compile exited 0 but did not write {target}"
+        return None, 1, f"{why}\n{stderr.decode(errors='replace')}"
     if code == 0:
         sys.stdout.buffer.write(stdout)
         sys.stdout.flush()
@@ -225,6 +255,25 @@ def _compile_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
         sys.stderr.flush()
         return copy, 0, ""
     return None, code, stderr.decode(errors="replace") or "compiler failed"
+
+
+def _file_state(path: str) -> tuple[int, ...] | None:
+    """What changes when a compile writes `path` (None: no such file)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    regular = int(stat.S_ISREG(found.st_mode))
+    return (regular, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
+def _written(path: str, before: tuple[int, ...] | None) -> bool:
+    """Whether the compile that ran since `before` was taken wrote `path`. Anything but a
+    regular file (`-o /dev/null`) cannot tell, and counts as written."""
+    if before is not None and not before[0]:
+        return True
+    after = _file_state(path)
+    return after is not None and after != before
 
 
 def _suspect(tagged: Tagged, errors: str) -> None:
