@@ -237,21 +237,37 @@ def test_non_utf8_path_compiles_as_nvcc_does(
 
 
 @needs_nvcc
-def test_non_utf8_folder_takes_a_candidate(tmp_path: Path, exe: str, store_env: Path) -> None:
+def test_warning_names_a_non_utf8_file_by_its_bytes(
+    tmp_path: Path, exe: str, store_env: Path
+) -> None:
+    folder, name = _odd_source(tmp_path, "file")
+    with open(os.path.join(folder, name), "ab") as handle:
+        handle.write(b"// @optimize bgin\n")
+    done = run([exe, "nvcc", "-c", name, "-arch=sm_90"], Path(folder))
+    assert done.returncode == 0, done.stderr
+    assert b"k\xff.cu:6: warning: nvcc-opt: unknown @optimize word" in done.stderr
+
+
+@needs_nvcc
+@pytest.mark.parametrize("inside", [False, True], ids=["from-outside", "from-inside"])
+def test_non_utf8_folder_takes_a_candidate(
+    tmp_path: Path, exe: str, store_env: Path, inside: bool
+) -> None:
     """The splice path (copy, #line, -iquote, depfile) handles byte paths: a candidate, which
-    needs no store, reaches the object."""
+    needs no store, reaches the object, from a working directory with or without byte 0xff."""
     folder, name = _odd_source(tmp_path, "folder")
     (variant,) = [r for r in scan(SOURCE).regions if r.name == "variant"]
     spec = tmp_path / "candidate.json"
     candidate.write(str(spec), os.path.join(folder, name), variant.text_hash, VARIANT, [])
-    args = ["-c", os.path.join(folder, name), "-arch=sm_90", "-o", "k.o", "-MD", "-MF", "k.o.d"]
-    done = run([exe, "nvcc", *args], tmp_path, env={candidate.ENV: str(spec)})
+    cwd = folder if inside else str(tmp_path)
+    source = name if inside else os.path.join(folder, name)
+    args = ["-c", source, "-arch=sm_90", "-o", "k.o", "-MD", "-MF", "k.o.d"]
+    done = run([exe, "nvcc", *args], Path(cwd), env={candidate.ENV: str(spec)})
     assert done.returncode == 0, done.stderr
-    obj = (tmp_path / "k.o").read_bytes()
+    obj = Path(cwd, "k.o").read_bytes()
     assert b"variant-REWRITTEN" in obj and b"variant-original" not in obj
-    dep = (tmp_path / "k.o.d").read_bytes()
-    assert os.fsencode(os.path.join(folder, name)).replace(b" ", b"\\ ") in dep
-    assert b".nvcc-opt" not in dep
+    dep = Path(cwd, "k.o.d").read_bytes()
+    assert os.fsencode(source) in dep and b".nvcc-opt" not in dep
 
 
 # -- any internal error compiles the original and says why -----------------------------------

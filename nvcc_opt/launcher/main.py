@@ -28,8 +28,37 @@ PROBE_TIMEOUT_S = 30.0
 
 
 def notice(message: str) -> None:
-    sys.stderr.write(f"nvcc-opt: {message}\n")
+    say(f"nvcc-opt: {message}\n")
+
+
+def say(text: str) -> None:
+    """Write to stderr; a path's bytes that are not UTF-8 come out as they are, as nvcc's do."""
+    buffer = getattr(sys.stderr, "buffer", None)
+    if buffer is None:  # a text-only stream (embedded): its own error handler decides
+        sys.stderr.write(text)
+        sys.stderr.flush()
+        return
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", "backslashreplace")
     sys.stderr.flush()
+    buffer.write(data)
+    buffer.flush()
+
+
+def shown(path: str) -> str:
+    """A path as printable text (bytes that are not UTF-8 as \\xNN), for messages kept as text."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def storable(path: str) -> bool:
+    """Whether the store (SQLite text) can hold `path`: not when it is not UTF-8."""
+    try:
+        path.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class Tagged:
@@ -109,14 +138,14 @@ def prepare(rest: list[str]) -> Tagged | None:
         source = handle.read()
     result = scan(source)
     for warning in result.warnings:
-        sys.stderr.write(f"{job.source}:{warning.line}: warning: nvcc-opt: {warning.message}\n")
+        say(f"{job.source}:{warning.line}: warning: nvcc-opt: {warning.message}\n")
     if not result.regions:
         return None
     store = paths.store_file(near=os.path.dirname(file))
     fix = chain.ccache_first_fix(_parent_comm())
     if fix and paths.say_once(store, fix):
         notice(fix)
-    accepted = _accepted(store, file, result.regions)
+    accepted = _accepted(store, file, result.regions) if _in_store(store, file) else []
     proposal = candidate.load()
     mine = proposal is not None and proposal.file == file
     if proposal is not None and mine:
@@ -132,9 +161,21 @@ def prepare(rest: list[str]) -> Tagged | None:
         if mine and dropped:
             raise candidate.CandidateError(outcome.why)
         if outcome.warn:
-            sys.stderr.write(f"{job.source}:{outcome.region.pragma_line}: warning: nvcc-opt: ")
-            sys.stderr.write(f"{outcome.why}\n")
+            say(f"{job.source}:{outcome.region.pragma_line}: warning: nvcc-opt: {outcome.why}\n")
     return Tagged(found, job, file, source, result.regions, decided, store, mine)
+
+
+def _in_store(store: str, file: str) -> bool:
+    """Whether the store can hold `file` (SQLite text is UTF-8); says once why not."""
+    if storable(file):
+        return True
+    message = (
+        f"{shown(file)}: a path that is not UTF-8 cannot be kept in the store; its regions"
+        " compile as they are and are not recorded"
+    )
+    if paths.say_once(store, message):
+        notice(message)
+    return False
 
 
 def _accepted(store: str, file: str, regions: tuple[RegionSpan, ...]) -> list[AcceptedRewrite]:
@@ -178,7 +219,7 @@ def execute(tagged: Tagged) -> int:
     try:
         if code == 0:
             _fix_depfile(tagged, copy, stamps)
-        if not tagged.candidate and not os.environ.get(candidate.PRIVATE):
+        if not (tagged.candidate or os.environ.get(candidate.PRIVATE)) and storable(tagged.file):
             _record(tagged, _finish_version_probe(version))
     except Exception as exc:  # the object is built: report, never fail the build for this
         notice(f"internal error after compiling ({type(exc).__name__}: {exc})")
