@@ -6,6 +6,7 @@ of a rewrite, so only a wrapper can make a substituted compile "succeed" without
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import sys
 from pathlib import Path
@@ -67,6 +68,34 @@ def test_bom_stays_first_in_the_spliced_copy() -> None:
     assert copy.startswith(BOM + line + line + FIRST.encode() + b'#line 2 "k.cu"\n')
     assert copy.count(BOM) == 1
     assert splice(BOM + SOURCE, [], "k.cu") == BOM + b'#line 1 "k.cu"\n' + SOURCE
+
+
+_PIECES = [
+    b"// @optimize\n", b"/* @optimize */ ", b"// @optimize begin x\n", b"// @optimize end\n",
+    b"void f() ", b"{", b"}", b"(", b")", b";", b"#if 0\n", b"#endif\n", b"#define A {\n",
+    b"/*", b"*/", b'"', b"\r\n", b"\n", b" ", b"\xff",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_bom_changes_nothing_but_offsets(seed: int) -> None:
+    """Whatever follows the BOM: the same regions, hashes and warnings, and the same copy."""
+    rng = random.Random(seed)
+    for _ in range(60):
+        source = b"".join(rng.choice(_PIECES) for _ in range(rng.randrange(40)))
+        plain, marked = scan(source), scan(BOM + source)
+        assert marked.warnings == plain.warnings
+        moved = [
+            r.replace(start_offset=r.start_offset - 3, end_offset=r.end_offset - 3)
+            for r in marked.regions
+        ]
+        assert moved == list(plain.regions)
+        try:
+            expected = splice(source, [(r, "int x;\n") for r in plain.regions], "f.cu")
+        except ValueError:
+            continue
+        copy = splice(BOM + source, [(r, "int x;\n") for r in marked.regions], "f.cu")
+        assert copy == BOM + expected
 
 
 def test_span_inside_the_bom_is_refused() -> None:
@@ -275,7 +304,13 @@ def test_non_utf8_folder_takes_a_candidate(
 
 @needs_nvcc
 @pytest.mark.parametrize(
-    "target", ["nvcc_opt.paths.stamp_file", "nvcc_opt.launcher.copy.write_copy"]
+    ("target", "code"),
+    [
+        ("nvcc_opt.paths.stamp_file", VARIANT),
+        ("nvcc_opt.launcher.copy.write_copy", VARIANT),
+        ("nvcc_opt.launcher.main.argv.object_file", VARIANT),
+        ("nvcc_opt.store.fast.mark_suspect", "const char* variant() { return nope; }\n"),
+    ],
 )
 def test_internal_error_compiles_the_original(
     tmp_path: Path,
@@ -283,10 +318,11 @@ def test_internal_error_compiles_the_original(
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture[str],
     target: str,
+    code: str,
 ) -> None:
     source = tmp_path / "k.cu"
     source.write_bytes(SOURCE)
-    _accept(store_env, str(source), SOURCE, "variant", VARIANT)
+    _accept(store_env, str(source), SOURCE, "variant", code)
 
     def broken(*args: object, **kwargs: object) -> str:
         raise RuntimeError("injected")
@@ -295,5 +331,7 @@ def test_internal_error_compiles_the_original(
     monkeypatch.chdir(tmp_path)
     assert main.run(["nvcc", *COMPILE]) == 0
     err = capfd.readouterr().err
-    assert "internal error" in err and "injected" in err and "original" in err
+    assert "nvcc-opt: internal error" in err and "injected" in err
     assert b"variant-original" in (tmp_path / "k.o").read_bytes()
+    dep = (tmp_path / "k.o.d").read_text()
+    assert " k.cu" in dep and ".nvcc-opt" not in dep

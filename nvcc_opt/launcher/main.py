@@ -23,6 +23,10 @@ from nvcc_opt.launcher import argv, candidate, chain, depfile, plan, spawn
 from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt.values import AcceptedRewrite, CompileContext, RegionSpan
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 NVCC_ENV = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
 PROBE_TIMEOUT_S = 30.0
 
@@ -211,19 +215,24 @@ def execute(tagged: Tagged) -> int:
             copy = None
             code = _call(original)
             if code == 0 and errors:
-                _suspect(tagged, errors)
+                _after_compile(_suspect, tagged, errors)
     else:
         code = _call(original)
     if tagged.candidate:
         stamps.append(os.environ[candidate.ENV])  # a new candidate rebuilds this object
-    try:
-        if code == 0:
-            _fix_depfile(tagged, copy, stamps)
-        if not (tagged.candidate or os.environ.get(candidate.PRIVATE)) and storable(tagged.file):
-            _record(tagged, _finish_version_probe(version))
-    except Exception as exc:  # the object is built: report, never fail the build for this
-        notice(f"internal error after compiling ({type(exc).__name__}: {exc})")
+    if code == 0:
+        _after_compile(_fix_depfile, tagged, copy, stamps)
+    if not (tagged.candidate or os.environ.get(candidate.PRIVATE)) and storable(tagged.file):
+        _after_compile(lambda: _record(tagged, _finish_version_probe(version)))
     return code
+
+
+def _after_compile(step: Callable[..., None], *args: object) -> None:
+    """Run one step after the compile; an error is reported, never fails the built object."""
+    try:
+        step(*args)
+    except Exception as exc:
+        notice(f"internal error after compiling ({type(exc).__name__}: {exc})")
 
 
 def _stamps(tagged: Tagged) -> list[str]:
