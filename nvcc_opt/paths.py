@@ -95,7 +95,7 @@ def default_store() -> Path:
 
 def stamp_file(store: str | os.PathLike[str], file: str, region_name: str) -> str:
     """The stamp file of one region; touched when the rewrite applied to it changes."""
-    digest = sha256(f"{file}\0{region_name}".encode()).hexdigest()[:32]
+    digest = sha256(f"{file}\0{region_name}".encode(errors="surrogateescape")).hexdigest()[:32]
     return os.path.join(os.path.dirname(os.fspath(store)), "stamps", f"{digest}.stamp")
 
 

@@ -27,6 +27,7 @@ class Role:
     DEVICE_COMPILE = "device-compile"  # -dc: compile with relocatable device code
     OTHER_MODE = "other-mode"  # any other phase: pass through, Opt.note is the reason
     OUTPUT = "output"
+    OUTPUT_DIR = "output-dir"  # -odir: where an object without -o goes
     DEPFILE = "depfile"
     DEP_MODE = "dep-mode"  # Opt.note is "MD" or "MMD"
     DEP_TARGET = "dep-target"
@@ -110,7 +111,7 @@ TABLE: tuple[Opt, ...] = (
     _f("--verbose", "-v", Role.NO_KEY),
     _f("--jobserver", "-jobserver", Role.NO_KEY),
     _v("--keep-dir", "-keep-dir", Role.NO_KEY),
-    _v("--output-directory", "-odir", Role.NO_KEY),
+    _v("--output-directory", "-odir", Role.OUTPUT_DIR),
     _v("--threads", "-t", Role.NO_KEY),
     _v("--time", "-time", Role.NO_KEY),
     _v("--fdevice-time-trace", "-fdevice-time-trace", Role.NO_KEY),
@@ -179,7 +180,15 @@ _GLUED = ("-I", "-D", "-U", "-L", "-l", "-O", "-t")  # measured: `-Ifoo`, `-O3`,
 _SOURCE_EXTS = (".cu", ".c", ".cc", ".cpp", ".cxx")
 _SOURCE_LANGS = ("cu", "c", "c++")
 _NOT_IN_KEY = frozenset(
-    {Role.OUTPUT, Role.DEPFILE, Role.DEP_MODE, Role.DEP_TARGET, Role.DEP_FLAG, Role.NO_KEY}
+    {
+        Role.OUTPUT,
+        Role.OUTPUT_DIR,
+        Role.DEPFILE,
+        Role.DEP_MODE,
+        Role.DEP_TARGET,
+        Role.DEP_FLAG,
+        Role.NO_KEY,
+    }
 )
 _MAX_DEPTH = 8  # options files that include options files
 
@@ -188,7 +197,7 @@ class CompileJob(Value):
     __slots__ = (
         "args", "source_index", "source", "language_cu", "output", "depfile", "depfile_mode",
         "dep_target", "dep_phony", "rdc", "targets", "host_compiler", "key_flags",
-        "options_files",
+        "options_files", "output_dir",
     )  # fmt: skip
     args: tuple[str, ...]  # the compiler's args, verbatim (options files not inlined)
     source_index: int  # args[source_index] is the single source file, as spelled
@@ -204,6 +213,7 @@ class CompileJob(Value):
     host_compiler: str  # -ccbin value or ""
     key_flags: tuple[str, ...]  # flags that shape the code, options files expanded in place
     options_files: tuple[str, ...]  # options files read, joined onto cwd
+    output_dir: str | None  # -odir value (None: none given)
 
     def __init__(
         self,
@@ -221,6 +231,7 @@ class CompileJob(Value):
         host_compiler: str,
         key_flags: tuple[str, ...],
         options_files: tuple[str, ...],
+        output_dir: str | None = None,
     ) -> None:
         self._set(
             args=args,
@@ -237,6 +248,7 @@ class CompileJob(Value):
             host_compiler=host_compiler,
             key_flags=key_flags,
             options_files=options_files,
+            output_dir=output_dir,
         )
 
 
@@ -262,6 +274,7 @@ class _State:
         self.compile = False
         self.other_mode = ""
         self.output: str | None = None
+        self.output_dir: str | None = None
         self.depfile: str | None = None
         self.dep_mode: str | None = None
         self.dep_target: str | None = None
@@ -286,6 +299,16 @@ def parse(
         return _job(tuple(args), state)
     except _Stop as stop:
         return PassThrough(str(stop))
+
+
+def object_file(job: CompileJob) -> str:
+    """The object the compile writes, relative to its working directory (measured with nvcc
+    13.0): the -o value; without -o, the source's stem plus `.o` in the -odir folder, else in
+    the working directory. -odir never moves an -o output."""
+    if job.output is not None:
+        return job.output
+    name = posixpath.splitext(posixpath.basename(job.source))[0] + ".o"
+    return posixpath.join(job.output_dir, name) if job.output_dir else name
 
 
 def with_source(job: CompileJob, new_source: str) -> list[str]:
@@ -358,6 +381,8 @@ def _apply_value(opt: Opt, value: str, spelled: list[str], state: _State, depth:
         return
     if role is Role.OUTPUT:
         state.output = value
+    elif role is Role.OUTPUT_DIR:
+        state.output_dir = value
     elif role is Role.DEPFILE:
         state.depfile = value
     elif role is Role.DEP_TARGET:
@@ -443,6 +468,7 @@ def _job(args: tuple[str, ...], state: _State) -> CompileJob:
         host_compiler=state.host_compiler,
         key_flags=tuple(state.key_flags),
         options_files=tuple(state.options_files),
+        output_dir=state.output_dir,
     )
 
 

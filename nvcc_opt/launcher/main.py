@@ -1,6 +1,7 @@
 """The launcher's slow path: a compile whose source holds `@optimize`.
 
-Fails open: any problem in here runs the original command unchanged and says why, briefly. Exit
+Fails open: any problem in here runs the original command unchanged and says why, briefly; so
+does a substituted compile that exits 0 without writing its object (it counts as failed). Exit
 code, stdout and stderr of the compiler pass through; with no accepted rewrite the compiler runs on
 the original arguments, so the object is the one plain nvcc makes.
 
@@ -12,6 +13,7 @@ been recorded yet (`seen/` markers).
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 from nvcc_opt import paths
@@ -21,13 +23,46 @@ from nvcc_opt.launcher import argv, candidate, chain, depfile, plan, spawn
 from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt.values import AcceptedRewrite, CompileContext, RegionSpan
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 NVCC_ENV = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
 PROBE_TIMEOUT_S = 30.0
 
 
 def notice(message: str) -> None:
-    sys.stderr.write(f"nvcc-opt: {message}\n")
+    say(f"nvcc-opt: {message}\n")
+
+
+def say(text: str) -> None:
+    """Write to stderr; a path's bytes that are not UTF-8 come out as they are, as nvcc's do."""
+    buffer = getattr(sys.stderr, "buffer", None)
+    if buffer is None:  # a text-only stream (embedded): its own error handler decides
+        sys.stderr.write(text)
+        sys.stderr.flush()
+        return
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", "backslashreplace")
     sys.stderr.flush()
+    buffer.write(data)
+    buffer.flush()
+
+
+def shown(path: str) -> str:
+    """A path as printable text (bytes that are not UTF-8 as \\xNN), for messages kept as text."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def storable(path: str) -> bool:
+    """Whether the store (SQLite text) can hold `path`: not when it is not UTF-8."""
+    try:
+        path.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class Tagged:
@@ -107,14 +142,14 @@ def prepare(rest: list[str]) -> Tagged | None:
         source = handle.read()
     result = scan(source)
     for warning in result.warnings:
-        sys.stderr.write(f"{job.source}:{warning.line}: warning: nvcc-opt: {warning.message}\n")
+        say(f"{job.source}:{warning.line}: warning: nvcc-opt: {warning.message}\n")
     if not result.regions:
         return None
     store = paths.store_file(near=os.path.dirname(file))
     fix = chain.ccache_first_fix(_parent_comm())
     if fix and paths.say_once(store, fix):
         notice(fix)
-    accepted = _accepted(store, file, result.regions)
+    accepted = _accepted(store, file, result.regions) if _in_store(store, file) else []
     proposal = candidate.load()
     mine = proposal is not None and proposal.file == file
     if proposal is not None and mine:
@@ -130,9 +165,21 @@ def prepare(rest: list[str]) -> Tagged | None:
         if mine and dropped:
             raise candidate.CandidateError(outcome.why)
         if outcome.warn:
-            sys.stderr.write(f"{job.source}:{outcome.region.pragma_line}: warning: nvcc-opt: ")
-            sys.stderr.write(f"{outcome.why}\n")
+            say(f"{job.source}:{outcome.region.pragma_line}: warning: nvcc-opt: {outcome.why}\n")
     return Tagged(found, job, file, source, result.regions, decided, store, mine)
+
+
+def _in_store(store: str, file: str) -> bool:
+    """Whether the store can hold `file` (SQLite text is UTF-8); says once why not."""
+    if storable(file):
+        return True
+    message = (
+        f"{shown(file)}: a path that is not UTF-8 cannot be kept in the store; its regions"
+        " compile as they are and are not recorded"
+    )
+    if paths.say_once(store, message):
+        notice(message)
+    return False
 
 
 def _accepted(store: str, file: str, regions: tuple[RegionSpan, ...]) -> list[AcceptedRewrite]:
@@ -151,17 +198,16 @@ def _accepted(store: str, file: str, regions: tuple[RegionSpan, ...]) -> list[Ac
 
 def execute(tagged: Tagged) -> int:
     version = _start_version_probe(tagged.chain.compiler)
-    stamps = [paths.stamp_file(tagged.store, tagged.file, r.name) for r in tagged.regions]
-    try:
-        for stamp in stamps:
-            paths.ensure_stamp(stamp)
-    except OSError as exc:
-        notice(f"cannot create region stamps ({exc}); decisions will not trigger rebuilds")
-        stamps = []
     original = tagged.chain.command(list(tagged.job.args))
+    try:
+        stamps = _stamps(tagged)
+    except Exception as exc:  # fail open (candidate mode: fail closed)
+        then = "failing the candidate" if tagged.candidate else "compiling the original"
+        notice(f"internal error ({type(exc).__name__}: {exc}); {then}")
+        return 1 if tagged.candidate else _call(original)
     copy: str | None = None
     if tagged.plan.applied:
-        copy, code, errors = _compile_substituted(tagged)
+        copy, code, errors = _try_substituted(tagged)
         if code != 0 and tagged.candidate:
             sys.stderr.write(errors)
             return code
@@ -169,19 +215,47 @@ def execute(tagged: Tagged) -> int:
             copy = None
             code = _call(original)
             if code == 0 and errors:
-                _suspect(tagged, errors)
+                _after_compile(_suspect, tagged, errors)
     else:
         code = _call(original)
     if tagged.candidate:
         stamps.append(os.environ[candidate.ENV])  # a new candidate rebuilds this object
-    try:
-        if code == 0:
-            _fix_depfile(tagged, copy, stamps)
-        if not tagged.candidate and not os.environ.get(candidate.PRIVATE):
-            _record(tagged, _finish_version_probe(version))
-    except Exception as exc:  # the object is built: report, never fail the build for this
-        notice(f"internal error after compiling ({type(exc).__name__}: {exc})")
+    if code == 0:
+        _after_compile(_fix_depfile, tagged, copy, stamps)
+    if not (tagged.candidate or os.environ.get(candidate.PRIVATE)) and storable(tagged.file):
+        _after_compile(lambda: _record(tagged, _finish_version_probe(version)))
     return code
+
+
+def _after_compile(step: Callable[..., None], *args: object) -> None:
+    """Run one step after the compile; an error is reported, never fails the built object."""
+    try:
+        step(*args)
+    except Exception as exc:
+        notice(f"internal error after compiling ({type(exc).__name__}: {exc})")
+
+
+def _stamps(tagged: Tagged) -> list[str]:
+    """The regions' stamp files, created if missing; [] (and why) when they cannot be."""
+    try:
+        stamps = [paths.stamp_file(tagged.store, tagged.file, r.name) for r in tagged.regions]
+        for stamp in stamps:
+            paths.ensure_stamp(stamp)
+    except OSError as exc:
+        notice(f"cannot create region stamps ({exc}); decisions will not trigger rebuilds")
+        return []
+    return stamps
+
+
+def _try_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
+    """`_compile_substituted`, with an internal error reported as a failed substitution that
+    is nobody's rewrite's fault (errors "": the rewrite is not marked suspect)."""
+    try:
+        return _compile_substituted(tagged)
+    except Exception as exc:  # fail open (candidate mode: fail closed)
+        then = "failing the candidate" if tagged.candidate else "compiling the original"
+        notice(f"internal error ({type(exc).__name__}: {exc}); {then}")
+        return None, 1, ""
 
 
 def quote_include(source: str) -> str:
@@ -209,6 +283,8 @@ def _compile_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
     args = [include, *argv.with_source(job, copy)]
     command = tagged.chain.command([*args, *tagged.plan.extra_args])
     out, err = f"{copy}.stdout", f"{copy}.stderr"
+    target = argv.object_file(job)
+    before = _file_state(target)
     try:
         code = spawn.start(command, _env(), stdout=out, stderr=err).wait()
         with open(out, "rb") as handle:
@@ -218,6 +294,10 @@ def _compile_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
     except OSError as exc:
         notice(f"cannot run {command[0]}: {exc.strerror}; {then}")
         return None, 1, ""
+    if code == 0 and not _written(target, before):
+        # a compile can "succeed" without its object (a dry run, an output put elsewhere)
+        why = f"error: the substituted compile exited 0 but did not write {target}"
+        return None, 1, f"{why}\n{stderr.decode(errors='replace')}"
     if code == 0:
         sys.stdout.buffer.write(stdout)
         sys.stdout.flush()
@@ -225,6 +305,25 @@ def _compile_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
         sys.stderr.flush()
         return copy, 0, ""
     return None, code, stderr.decode(errors="replace") or "compiler failed"
+
+
+def _file_state(path: str) -> tuple[int, ...] | None:
+    """What changes when a compile writes `path` (None: no such file)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    regular = int(stat.S_ISREG(found.st_mode))
+    return (regular, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
+def _written(path: str, before: tuple[int, ...] | None) -> bool:
+    """Whether the compile that ran since `before` was taken wrote `path`. Anything but a
+    regular file (`-o /dev/null`) cannot tell, and counts as written."""
+    if before is not None and not before[0]:
+        return True
+    after = _file_state(path)
+    return after is not None and after != before
 
 
 def _suspect(tagged: Tagged, errors: str) -> None:

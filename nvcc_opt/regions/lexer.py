@@ -15,6 +15,14 @@ UNTERMINATED = 5  # a block comment or raw string that runs to the end of the in
 
 Token = tuple[int, int, int]  # (kind, start offset, end offset)
 
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark: the compiler skips it at the start of a file
+
+
+def bom_length(source: bytes) -> int:
+    """3 when `source` starts with a UTF-8 byte order mark, else 0."""
+    return len(BOM) if source.startswith(BOM) else 0
+
+
 _SPACE = frozenset(b" \t\r\n\f\v")
 _RAW_PREFIXES = frozenset((b"R", b"LR", b"uR", b"UR", b"u8R"))
 _BAD_RAW_DELIM = frozenset(b' ()\\\t\v\f\r\n"')

@@ -2,7 +2,8 @@
 
 The lexer's tokens feed a pragma walker, so braces and `@optimize` inside strings, comments or
 `#define`s never count, and braces count in preprocessor branches the way ctags counts them.
-Problems become warnings; no input makes `scan` raise.
+Problems become warnings; no input makes `scan` raise. A UTF-8 byte order mark is not part of
+the text: it lies outside every region and its hash, and offsets still count it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from nvcc_opt.regions.lexer import (
     UNTERMINATED,
     WORD,
     Token,
+    bom_length,
     read_branches,
     tokenize,
 )
@@ -341,4 +343,12 @@ def region_text(source: bytes, span: RegionSpan) -> str:
 
 def scan(source: bytes) -> ScanResult:
     """All `@optimize` regions of `source`, with warnings for malformed or unmatched pragmas."""
-    return _Walker(source).run()
+    skip = bom_length(source)
+    if not skip:
+        return _Walker(source).run()
+    result = _Walker(source[skip:]).run()
+    regions = tuple(
+        r.replace(start_offset=r.start_offset + skip, end_offset=r.end_offset + skip)
+        for r in result.regions
+    )
+    return ScanResult(regions, result.warnings)

@@ -2,12 +2,13 @@
 
 Bytes outside the regions are copied unchanged; `#line` directives keep every line outside the
 regions at its original number and file name, so diagnostics, `__LINE__`, `__FILE__`, `assert`
-and debug info all point at the original file.
+and debug info all point at the original file. A UTF-8 byte order mark stays the copy's first
+bytes, before the first `#line` (anywhere else it is a stray character to the compiler).
 """
 
 from __future__ import annotations
 
-from nvcc_opt.regions.lexer import DIRECTIVE, UNTERMINATED, tokenize
+from nvcc_opt.regions.lexer import DIRECTIVE, UNTERMINATED, bom_length, tokenize
 from nvcc_opt.values import RegionSpan
 
 TYPE_CHECKING = False
@@ -24,8 +25,8 @@ def splice(source: bytes, replacements: Sequence[tuple[RegionSpan, str]], line_p
     if "\n" in line_path or "\r" in line_path:
         raise ValueError("a #line file name cannot hold a line break")
     path = line_path.replace("\\", "\\\\").replace('"', '\\"')
-    parts = [_line(1, path)]
-    position = 0
+    position = bom_length(source)
+    parts = [source[:position], _line(1, path)]
     for span, code in sorted(replacements, key=lambda r: r[0].start_offset):
         _check_span(source, span, position)
         parts.append(source[position : span.start_offset])
@@ -43,11 +44,13 @@ def _line(number: int, escaped_path: str) -> bytes:
 
 
 def _check_span(source: bytes, span: RegionSpan, previous_end: int) -> None:
+    if span.start_offset < bom_length(source):
+        raise ValueError(f"region {span.name!r} starts inside the byte order mark")
     if span.start_offset < previous_end:
         raise ValueError(f"region {span.name!r} overlaps the region before it")
     if not span.start_offset <= span.end_offset <= len(source):
         raise ValueError(f"region {span.name!r} does not fit the source ({len(source)} bytes)")
-    starts_line = span.start_offset == 0 or source[span.start_offset - 1] == 10
+    starts_line = span.start_offset == bom_length(source) or source[span.start_offset - 1] == 10
     ends_line = span.end_offset == len(source) or source[span.end_offset - 1] == 10
     if not (starts_line and ends_line):
         raise ValueError(f"region {span.name!r} does not cover whole lines")
