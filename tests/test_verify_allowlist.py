@@ -285,3 +285,29 @@ def test_project_headers_the_region_includes_count_as_its_code(tmp_path: Path) -
         "allowlist: keeps state across calls in namespace-scope variable beta_calls at line 2"
         " of the candidate",
     ]
+
+
+BOM_SOURCE = """\ufeff#define FACTOR 2.0f
+// @optimize begin scale
+__global__ void scale(float* x, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= FACTOR;
+}
+// @optimize end scale
+"""
+
+
+def test_a_source_that_starts_with_a_byte_order_mark_preprocesses(tmp_path: Path) -> None:
+    """The spliced copy keeps the BOM first: after a #line it is a stray character, and the
+    directive on the file's first line is no directive (its macro never defined)."""
+    source = tmp_path / "k.cu"
+    source.write_text(BOM_SOURCE, encoding="utf-8")
+    data = source.read_bytes()
+    span = next(r for r in scan(data).regions if r.name == "scale")
+    candidate = region_text(data, span).replace("FACTOR", "FACTOR + 0.5f")
+    words = ["nvcc", "-c", str(source), "-o", str(tmp_path / "k.o")]
+    done = preprocess(words, tmp_path, data.decode(), span, candidate, runner=ProcessRunner())
+    assert done.sides
+    for side in done.sides:
+        assert "2.0f + 0.5f" in side.region, side.region

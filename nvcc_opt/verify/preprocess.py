@@ -29,7 +29,7 @@ from pathlib import Path
 
 from nvcc_opt.launcher import argv, chain
 from nvcc_opt.launcher.main import quote_include
-from nvcc_opt.regions.lexer import DIRECTIVE, tokenize
+from nvcc_opt.regions.lexer import DIRECTIVE, bom_length, tokenize
 from nvcc_opt.values import RegionSpan
 from nvcc_opt.workspace.runner import Runner
 from nvcc_opt.workspace.unit import without_options
@@ -172,10 +172,12 @@ def _spliced(file_text: str, span: RegionSpan, code: str, source: str, marker: s
     path = source.replace("\\", "\\\\").replace('"', '\\"')
     if "\n" in path:
         raise PreprocessError(f"cannot name {source!r} in a #line directive")
+    bom = bom_length(data)  # a byte order mark stays first, where nvcc accepts it
     return b"".join(
         (
+            data[:bom],
             f'#line 1 "{path}"\n'.encode("utf-8", "surrogateescape"),
-            data[: span.start_offset],
+            data[bom : span.start_offset],
             f'#line 1 "{marker}"\n'.encode(),
             body,
             f'#line {span.end_line + 1} "{path}"\n'.encode("utf-8", "surrogateescape"),
