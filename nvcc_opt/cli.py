@@ -20,6 +20,7 @@ from nvcc_opt.records import RewriteState
 from nvcc_opt.review_cli import review
 from nvcc_opt.store.api import StoreError
 from nvcc_opt.tools.cli import tool_command
+from nvcc_opt.transfer_cli import import_command
 from nvcc_opt.verify_cli import verify
 
 T = TypeVar("T")
@@ -66,30 +67,6 @@ def explain(ctx: click.Context, file: Path) -> None:
     with _open(ctx) as store:
         for line in _read(lambda: report.explain(store, file)):
             click.echo(line)
-
-
-@cli.command(name="import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    help="Folder that relative `file` entries are relative to (default: here).",
-)
-@click.pass_context
-def import_(ctx: click.Context, file: Path, root: Path) -> None:
-    """Add the rewrites of FILE (JSON, as `export` writes) as proposed.
-
-    Every entry is checked first: if any is bad, nothing is stored.
-    """
-    with _open(ctx) as store:
-        results = _read(lambda: transfer.import_file(store, file, root.resolve()))
-    for result in results:
-        if result.warning:
-            click.echo(f"warning: {result.warning}", err=True)
-        word = "imported" if result.created else "already present"
-        rewrite = result.rewrite
-        click.echo(f"#{rewrite.id} {word} ({rewrite.state.value}): {rewrite.region_name}")
 
 
 @cli.command()
@@ -140,3 +117,4 @@ cli.add_command(verify)
 cli.add_command(optimize)
 cli.add_command(mcp)
 cli.add_command(bench)
+cli.add_command(import_command)
