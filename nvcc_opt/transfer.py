@@ -14,10 +14,12 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from nvcc_opt import flags, untrusted
 from nvcc_opt.records import CompileContext, NewRewrite, RegionSpan, Rewrite, RewriteState
@@ -83,7 +85,7 @@ class Bundle(BaseModel):
     model_config = ConfigDict(extra="forbid")
     format: str = FORMAT
     version: int = VERSION
-    rewrites: list[RewriteIn]
+    rewrites: list[Any]  # each a RewriteIn, validated one by one: see `_entries`
 
     @field_validator("format")
     @classmethod
@@ -116,8 +118,17 @@ class Parsed:
     """An import file read and validated whole: nothing in it has touched the store yet."""
 
     path: Path
-    bundle: Bundle
-    lines: list[int]  # the line each entry of `rewrites` starts on
+    text: str
+    entries: list[RewriteIn]
+
+    @cached_property
+    def lines(self) -> list[int]:
+        """The line each entry starts on: a second parse, so only when a message needs one."""
+        return untrusted.element_lines(self.text, ("rewrites",))
+
+    def where(self, index: int) -> str:
+        line = self.lines[index] if index < len(self.lines) else 1
+        return f"{untrusted.shown(self.path)}:{line}: rewrites[{index}]"
 
 
 def parse_bundle(path: Path) -> Parsed:
@@ -130,13 +141,31 @@ def parse_bundle(path: Path) -> Parsed:
     try:
         bundle = Bundle.model_validate(data)
     except ValidationError as exc:
-        raise ImportFileError(_describe(path, text, exc)) from exc
-    return Parsed(path, bundle, untrusted.element_lines(text, ("rewrites",)))
+        raise ImportFileError(_describe(path, text, exc.errors())) from exc
+    entries, errors = _entries(bundle.rewrites)
+    if errors:
+        raise ImportFileError(_describe(path, text, errors))
+    return Parsed(path, text, entries)
 
 
-def _describe(path: Path, text: str, exc: ValidationError) -> str:
+def _entries(rewrites: list[Any]) -> tuple[list[RewriteIn], list[ErrorDetails]]:
+    """Each entry validated; the errors (at `rewrites[i]...`) of the first entries that have
+    any, until there are more than MAX_PROBLEMS: a huge file of bad entries costs no more."""
+    entries: list[RewriteIn] = []
+    errors: list[ErrorDetails] = []
+    for index, entry in enumerate(rewrites):
+        try:
+            entries.append(RewriteIn.model_validate(entry))
+        except ValidationError as exc:
+            errors += [{**e, "loc": ("rewrites", index, *e["loc"])} for e in exc.errors()]
+            if len(errors) > MAX_PROBLEMS:
+                break
+    return entries, errors
+
+
+def _describe(path: Path, text: str, errors: list[ErrorDetails]) -> str:
     problems = []
-    for error in exc.errors():
+    for error in errors:
         where = tuple(error["loc"])
         message = "expected a JSON object" if error["type"] == "model_type" else error["msg"]
         line = untrusted.line_of(text, where)
@@ -146,9 +175,11 @@ def _describe(path: Path, text: str, exc: ValidationError) -> str:
 
 
 def _lines(problems: list[str]) -> str:
-    """The first MAX_PROBLEMS problems, one a line, and how many more there are."""
-    more = len(problems) - MAX_PROBLEMS
-    return "\n".join(problems[:MAX_PROBLEMS] + ([f"... and {more} more"] if more > 0 else []))
+    """The first MAX_PROBLEMS problems, one a line, and a line that says if there are more."""
+    more = (
+        [f"... and more (the first {MAX_PROBLEMS} shown)"] if len(problems) > MAX_PROBLEMS else []
+    )
+    return "\n".join(problems[:MAX_PROBLEMS] + more)
 
 
 def _context(entry: ContextIn | None) -> CompileContext | None:
@@ -177,8 +208,9 @@ def _name_seen(store: Store, file: Path, digest: str) -> str | None:
     return next((r.name for r in store.regions(str(file)) if r.text_hash == digest), None)
 
 
-def resolve(store: Store, entry: RewriteIn, root: Path, where: str) -> tuple[NewRewrite, str]:
-    """Bind an entry to a region of its file: (new rewrite, warning or ""), or ImportFileError.
+def resolve(store: Store, entry: RewriteIn, root: Path) -> tuple[NewRewrite, str]:
+    """Bind an entry to a region of its file: (new rewrite, warning or ""), or ImportFileError;
+    the caller says which entry.
 
     An entry names the region by name or text hash; `region_hash`, when given, keeps the text the
     rewrite was made for, so a rewrite for other text is stored for that text (never applied
@@ -189,25 +221,25 @@ def resolve(store: Store, entry: RewriteIn, root: Path, where: str) -> tuple[New
     try:
         source = untrusted.read_regular(file)
     except untrusted.UntrustedError as exc:
-        raise ImportFileError(f"{where}: {exc.message}: {untrusted.shown(file)}") from exc
+        raise ImportFileError(f"{exc.message}: {untrusted.shown(file)}") from exc
     regions = scan(source).regions
     match = _match(entry, regions)
     given = entry.region_hash or ""
     if len(match) > 1:
-        raise ImportFileError(f"{where}: region {entry.region!r} is ambiguous in {file}")
+        raise ImportFileError(f"region {entry.region!r} is ambiguous in {file}")
     if match:
         name, digest = match[0].name, match[0].text_hash
         warning = ""
         if given and given != digest:
             digest = given
-            warning = f"{where}: made for other text of {name!r}; it applies once they match"
+            warning = f"made for other text of {name!r}; it applies once they match"
     elif _is_hash(given or entry.region, 64):
         digest = given or entry.region.lower()
         name = entry.region_name or _name_seen(store, file, digest) or entry.region
-        warning = f"{where}: region text differs from {file} now; it applies once they match"
+        warning = f"region text differs from {file} now; it applies once they match"
     else:
         known = ", ".join(r.name for r in regions) or "none"
-        raise ImportFileError(f"{where}: no region {entry.region!r} in {file} (regions: {known})")
+        raise ImportFileError(f"no region {entry.region!r} in {file} (regions: {known})")
     return _new_rewrite(entry, file, name, digest), warning
 
 
@@ -235,43 +267,41 @@ def import_bundle(store: Store, parsed: Parsed, root: Path, *, reopen: bool) -> 
     An entry already here as revoked or rejected is an error, unless `reopen`: then that
     rewrite is proposed again, with a decision that says it was imported again from this file.
     """
-    shown = untrusted.shown(parsed.path)
     resolved: list[tuple[NewRewrite, str]] = []
-    wheres: list[str] = []
     problems: list[str] = []
-    for index, entry in enumerate(parsed.bundle.rewrites):
-        line = parsed.lines[index] if index < len(parsed.lines) else 1
-        where = f"{shown}:{line}: rewrites[{index}]"
-        wheres.append(where)
+    for index, entry in enumerate(parsed.entries):
         # the entry's own targets, when it names them, are the only ones it can ever apply to
-        problems += [f"{where}: {r}" for r in flags.refused(entry.compile_args, entry.targets)]
+        refused = flags.refused(entry.compile_args, entry.targets)
+        problems += [f"{parsed.where(index)}: {r}" for r in refused]
         try:
-            resolved.append(resolve(store, entry, root, where))
+            new, warning = resolve(store, entry, root)
         except ImportFileError as exc:
-            problems.append(str(exc))
+            problems.append(f"{parsed.where(index)}: {exc}")
+            continue
+        resolved.append((new, warning and f"{parsed.where(index)}: {warning}"))
     if problems:
         raise ImportFileError(_lines(problems))
     again = f"imported again from {untrusted.shown(os.path.abspath(parsed.path))}"
     try:
         added = add_or_reopen(store, [new for new, _ in resolved], again if reopen else None)
     except Closed as exc:
-        raise ImportFileError(_closed(exc, wheres, shown)) from exc
+        raise ImportFileError(_closed(exc, parsed)) from exc
     return [
         Imported(done.rewrite, done.outcome, warning)
         for done, (_, warning) in zip(added, resolved, strict=True)
     ]
 
 
-def _closed(exc: Closed, wheres: list[str], shown: str) -> str:
+def _closed(exc: Closed, parsed: Parsed) -> str:
     lines = []
     for index, rewrite in exc.closed.items():
         last = rewrite.decisions[-1] if rewrite.decisions else None
         when = f" on {last.at[:19].replace('T', ' ')} UTC" if last else ""  # `at`: ISO-8601 UTC
+        again = shlex.quote(untrusted.shown(parsed.path))
         lines.append(
-            f"{wheres[index]}: #{rewrite.id} ({rewrite.region_name}) is here already,"
-            f" {rewrite.state.value}{when}; `nvcc-opt import --reopen {shlex.quote(shown)}`"
-            " proposes it"
-            " again, its history kept"
+            f"{parsed.where(index)}: #{rewrite.id} ({rewrite.region_name}) is here already,"
+            f" {rewrite.state.value}{when}; `nvcc-opt import --reopen {again}`"
+            " proposes it again, its history kept"
         )
     return _lines(lines)
 

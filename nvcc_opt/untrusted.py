@@ -11,11 +11,11 @@ inside json, SQLite or the file system. The shape of the data is for the caller 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,8 @@ _KINDS = (
     (stat.S_ISSOCK, "a socket"),
 )
 _NOT_UNICODE = re.compile("[\x00\ud800-\udfff]")
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 _SHOWN_PARTS = 8
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -151,19 +152,10 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any] | _Bad:
 
 
 def _int(digits: str) -> int | _Bad:
+    """Only where an integer has more digits than `int` reads: the plain parse refused it."""
     if len(digits.lstrip("-")) > 19:
         return _Bad(f"integer of {len(digits.lstrip('-'))} digits: outside 64 bits")
-    value = int(digits)
-    if not INT_MIN <= value <= INT_MAX:
-        return _Bad(f"integer {digits} is outside 64 bits")
-    return value
-
-
-def _float(digits: str) -> float | _Bad:
-    value = float(digits)
-    if value in (float("inf"), float("-inf")):
-        return _Bad(f"number {digits[:24]}{'...' if len(digits) > 24 else ''} is out of range")
-    return value
+    return int(digits)
 
 
 def _constant(word: str) -> _Bad:
@@ -171,80 +163,128 @@ def _constant(word: str) -> _Bad:
 
 
 def loads(text: str) -> Any:
-    """Parse `text` by the rules above; UntrustedError (with line and path) for any breach."""
+    """Parse `text` by the rules above; UntrustedError (with line and path) for any breach.
+
+    The first parse runs at C speed with plain dicts; only a file that breaks a rule that
+    parse cannot see (a key twice: fewer keys parsed than the text holds; an integer longer
+    than `int` reads) is parsed again with hooks that name what is wrong."""
     try:
-        data = json.loads(
-            text,
-            object_pairs_hook=_object,
-            parse_int=_int,
-            parse_float=_float,
-            parse_constant=_constant,
-        )
+        try:
+            data = json.loads(text, parse_constant=_constant)
+            found, keys = _first_problem(data)
+            plain = found is not None or keys == _keys_in(text)
+        except json.JSONDecodeError:
+            raise
+        except ValueError:  # an integer longer than `int` reads
+            plain = False
+        if not plain:
+            data = _decoder().decode(text)
+            found, _ = _first_problem(data)
     except json.JSONDecodeError as exc:
         raise UntrustedError(f"invalid JSON: {exc.msg}", exc.lineno) from exc
     except RecursionError as exc:
         raise UntrustedError(f"nested deeper than {MAX_DEPTH} levels", _deep_line(text)) from exc
-    for where, value in _walk(data):
-        problem = _problem(value, len(where))
-        if problem:
-            raise UntrustedError(problem, line_of(text, where), where)
+    if found:
+        where, problem = found
+        # plain json skips what the hooks would: fast, but only where it read the whole text
+        decoder = json.JSONDecoder() if plain else _decoder()
+        raise UntrustedError(problem, _line(text, _start(text, where, decoder)), where)
     return data
 
 
-def _walk(data: Any) -> Iterator[tuple[JsonPath, Any]]:
-    """Every value and key with its path, depth first, without recursion."""
-    stack: list[tuple[JsonPath, Any]] = [((), data)]
+def _keys_in(text: str) -> int:
+    """How many object keys JSON `text` holds: a colon outside strings follows each key."""
+    return _STRING.sub("", text).count(":")
+
+
+def _first_problem(data: Any) -> tuple[tuple[JsonPath, str] | None, int]:
+    """A value or key that breaks a rule, with its path (None if all keep them), and how many
+    keys the objects hold. No recursion; memory in proportion to the depth; a path is built
+    only for what is reported."""
+    if type(data) is not dict and type(data) is not list:
+        problem = _value_problem(data)
+        return ((), problem) if problem else None, 0
+    keys = 0
+    # (parent's link, key) links: a path is unwound from them only when reported
+    stack: list[tuple[_Link, int, Any]] = [(None, 0, data)]
     while stack:
-        where, value = stack.pop()
-        yield where, value
-        if len(where) >= MAX_DEPTH:
-            continue
-        if isinstance(value, dict):
-            for key, item in reversed(value.items()):
-                stack.append(((*where, key), item))
-                stack.append(((*where, key), key))
-        elif isinstance(value, list):
-            stack.extend(((*where, i), item) for i, item in reversed(list(enumerate(value))))
+        link, depth, container = stack.pop()
+        keyed = type(container) is dict
+        keys += len(container) if keyed else 0
+        for key, value in container.items() if keyed else enumerate(container):
+            problem = _value_problem(key) if keyed else ""
+            kind = type(value)
+            if problem:
+                pass
+            elif kind is dict or kind is list:
+                if depth + 1 >= MAX_DEPTH:
+                    problem = f"nested deeper than {MAX_DEPTH} levels"
+                elif value:
+                    stack.append(((link, key), depth + 1, value))
+                    continue
+            elif kind is str or kind is int or kind is float or kind is _Bad:
+                problem = _value_problem(value)
+            if problem:
+                return (_path((link, key)), problem), keys
+    return None, keys
 
 
-def _problem(value: Any, depth: int) -> str:
-    if isinstance(value, _Bad):
-        return value.message
-    if isinstance(value, dict | list) and depth >= MAX_DEPTH:
-        return f"nested deeper than {MAX_DEPTH} levels"
-    if isinstance(value, str) and (found := _NOT_UNICODE.search(value)):
-        char = found.group()
-        if char == "\x00":
+_Link = tuple[Any, str | int] | None
+
+
+def _path(link: _Link) -> JsonPath:
+    parts: list[str | int] = []
+    while link is not None:
+        link, part = link
+        parts.append(part)
+    return tuple(reversed(parts))
+
+
+def _value_problem(value: Any) -> str:
+    kind = type(value)
+    if kind is str:
+        found = _NOT_UNICODE.search(value)
+        if found is None:
+            return ""
+        if found.group() == "\x00":
             return "text holds a NUL character (\\u0000)"
-        return f"text holds a lone surrogate (\\u{ord(char):04x}): not valid Unicode"
+        return f"text holds a lone surrogate (\\u{ord(found.group()):04x}): not valid Unicode"
+    if kind is int and not INT_MIN <= value <= INT_MAX:
+        return f"integer {value} is outside 64 bits"
+    if kind is float and math.isinf(value):
+        return "number too large for a 64-bit float"
+    if kind is _Bad:
+        return str(value.message)
     return ""
 
 
 def line_of(text: str, where: JsonPath) -> int:
-    """The line of the value at `where` in `text` (JSON that `loads` read), or of the deepest
-    part of that path that exists."""
-    return _line(text, _start(text, where, _decoder()))
+    """The line of the value at `where` in `text` (JSON that `loads` accepted), or of the
+    deepest part of that path that exists."""
+    return _line(text, _start(text, where, json.JSONDecoder()))
 
 
 def element_lines(text: str, where: JsonPath) -> list[int]:
-    """The line each element of the array at `where` starts on; [] if that is not an array."""
-    decoder = _decoder()
+    """The line each element of the array at `where` starts on; [] if that is not an array.
+    For text that `loads` accepted (so plain json reads it, at C speed)."""
+    decoder = json.JSONDecoder()
     index = _start(text, where, decoder)
     if not text.startswith("[", index):
         return []
     lines = []
     index = _skip(text, index + 1)
+    line, counted = _line(text, index), index
     while not text.startswith("]", index):
-        lines.append(_line(text, index))
+        line += text.count("\n", counted, index)  # from the last element on: linear time
+        lines.append(line)
+        counted = index
         index = _skip(text, decoder.raw_decode(text, index)[1], " \t\r\n,")
     return lines
 
 
 def _decoder() -> json.JSONDecoder:
-    # the hooks of `loads`: a value it reported never raises here
-    return json.JSONDecoder(
-        object_pairs_hook=_object, parse_int=_int, parse_float=_float, parse_constant=_constant
-    )
+    # every hook: a value that `loads` reported never raises here
+    return json.JSONDecoder(object_pairs_hook=_object, parse_int=_int, parse_constant=_constant)
 
 
 def _line(text: str, index: int) -> int:
