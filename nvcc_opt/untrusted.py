@@ -212,18 +212,15 @@ def _first_problem(data: Any) -> tuple[tuple[JsonPath, str] | None, int]:
         keyed = type(container) is dict
         keys += len(container) if keyed else 0
         for key, value in container.items() if keyed else enumerate(container):
-            problem = _value_problem(key) if keyed else ""
             kind = type(value)
-            if problem:
-                pass
-            elif kind is dict or kind is list:
-                if depth + 1 >= MAX_DEPTH:
-                    problem = f"nested deeper than {MAX_DEPTH} levels"
-                elif value:
+            if (kind is dict or kind is list) and depth + 1 < MAX_DEPTH:
+                problem = _value_problem(key) if keyed else ""
+                if value and not problem:
                     stack.append(((link, key), depth + 1, value))
-                    continue
-            elif kind is str or kind is int or kind is float or kind is _Bad:
-                problem = _value_problem(value)
+            elif kind is dict or kind is list:
+                problem = f"nested deeper than {MAX_DEPTH} levels"
+            else:
+                problem = (_value_problem(key) if keyed else "") or _value_problem(value)
             if problem:
                 return (_path((link, key)), problem), keys
     return None, keys

@@ -26,6 +26,7 @@ def _nested(levels: int) -> str:
         ('{"s": "\\\\u0000"}', {"s": "\\u0000"}),  # an escaped backslash, then text
         ('{"s": "[[[{{{"}', {"s": "[[[{{{"}),
         ('{"a": 1, "b": {"a": 2}}', {"a": 1, "b": {"a": 2}}),  # one key in two objects
+        ('{"a": "x:y\\":", "b:": [{}, []]}', {"a": 'x:y":', "b:": [{}, []]}),  # colons in text
     ],
 )
 def test_allowed(text: str, value: object) -> None:
