@@ -163,23 +163,9 @@ def _constant(word: str) -> _Bad:
 
 
 def loads(text: str) -> Any:
-    """Parse `text` by the rules above; UntrustedError (with line and path) for any breach.
-
-    The first parse runs at C speed with plain dicts; only a file that breaks a rule that
-    parse cannot see (a key twice: fewer keys parsed than the text holds; an integer longer
-    than `int` reads) is parsed again with hooks that name what is wrong."""
+    """Parse `text` by the rules above; UntrustedError (with line and path) for any breach."""
     try:
-        try:
-            data = json.loads(text, parse_constant=_constant)
-            found, keys = _first_problem(data)
-            plain = found is not None or keys == _keys_in(text)
-        except json.JSONDecodeError:
-            raise
-        except ValueError:  # an integer longer than `int` reads
-            plain = False
-        if not plain:
-            data = _decoder().decode(text)
-            found, _ = _first_problem(data)
+        data, found, plain = _parse(text)
     except json.JSONDecodeError as exc:
         raise UntrustedError(f"invalid JSON: {exc.msg}", exc.lineno) from exc
     except RecursionError as exc:
@@ -190,6 +176,26 @@ def loads(text: str) -> Any:
         decoder = json.JSONDecoder() if plain else _decoder()
         raise UntrustedError(problem, _line(text, _start(text, where, decoder)), where)
     return data
+
+
+def _parse(text: str) -> tuple[Any, tuple[JsonPath, str] | None, bool]:
+    """(data, first problem or None, whether plain json read it).
+
+    The first parse runs at C speed with plain dicts; only a file that breaks a rule that parse
+    cannot see (a key twice: fewer keys parsed than the text holds; an integer longer than
+    `int` reads) is parsed again with hooks that name what is wrong."""
+    try:
+        data = json.loads(text, parse_constant=_constant)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer longer than `int` reads
+        pass
+    else:
+        found, keys = _first_problem(data)
+        if found is not None or keys == _keys_in(text):
+            return data, found, True
+    data = _decoder().decode(text)
+    return data, _first_problem(data)[0], False
 
 
 def _keys_in(text: str) -> int:
