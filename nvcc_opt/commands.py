@@ -16,7 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Why each region of FILE does or does not get a rewrite.",
     ),
     "import": (
-        "nvcc_opt.exchange_cli:import_",
+        "nvcc_opt.transfer_cli:import_command",
         "Add the rewrites of FILE (JSON, as `export` writes) as proposed.",
     ),
     "export": (

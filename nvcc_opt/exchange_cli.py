@@ -1,5 +1,5 @@
-"""`nvcc-opt import` and `nvcc-opt export`: click wiring for rewrites exchanged as JSON
-(transfer.py)."""
+"""`nvcc-opt export`: click wiring for rewrites written as JSON (transfer.py); `import` is
+transfer_cli.py."""
 
 from __future__ import annotations
 
@@ -12,32 +12,6 @@ import click
 from nvcc_opt import transfer
 from nvcc_opt.cli_common import open_store, user_errors
 from nvcc_opt.records import RewriteState
-
-
-@click.command(name="import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    help="Folder that relative `file` entries are relative to (default: here).",
-)
-@click.pass_context
-def import_(ctx: click.Context, file: Path, root: Path) -> None:
-    """Add the rewrites of FILE (JSON, as `export` writes) as proposed.
-
-    Every entry is checked first: if any is bad, nothing is stored.
-    """
-    with open_store(ctx) as store:
-        results = user_errors(
-            lambda: transfer.import_file(store, file, root.resolve()), transfer.ImportFileError
-        )
-    for result in results:
-        if result.warning:
-            click.echo(f"warning: {result.warning}", err=True)
-        word = "imported" if result.created else "already present"
-        rewrite = result.rewrite
-        click.echo(f"#{rewrite.id} {word} ({rewrite.state.value}): {rewrite.region_name}")
 
 
 @click.command()

@@ -1,29 +1,36 @@
 """`nvcc-opt import` and `export`: rewrites as JSON, so teams can share them.
 
-Import checks the whole file before it writes anything: every bad entry (compile_args outside
-nvcc_opt.flags' allowlist included) is reported with the file and the line the entry starts on,
-and then nothing is stored. Imported rewrites always arrive as *proposed*, whatever state they
-had where they were exported.
+An import file is untrusted input: `nvcc_opt.untrusted` reads it (a regular file, size cap,
+strict UTF-8 and JSON, no duplicate keys, 64-bit integers, bounded nesting, valid Unicode without
+NUL) and the pydantic models below allow only the shape `export` writes. The whole file is
+checked before anything is written: every bad entry (compile_args outside nvcc_opt.flags'
+allowlist included) is reported with the file and a line, and then nothing is stored. Imported
+rewrites always arrive as *proposed*, whatever state they had where they were exported; one
+already here as revoked or rejected comes back only when asked (`--reopen`).
 """
 
 from __future__ import annotations
 
-import json
 import os
+import shlex
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
-from nvcc_opt import flags
+from nvcc_opt import flags, untrusted
 from nvcc_opt.records import CompileContext, NewRewrite, RegionSpan, Rewrite, RewriteState
 from nvcc_opt.regions.scan import scan
 from nvcc_opt.store.api import Store
+from nvcc_opt.store.reopen import Closed, Outcome, add_or_reopen
 
 FORMAT = "nvcc-opt/rewrites"
 VERSION = 1
 HEX = frozenset("0123456789abcdef")
+MAX_PROBLEMS = 20
 
 
 def _is_hash(word: str, minimum: int = 8) -> bool:
@@ -58,6 +65,14 @@ class RewriteIn(BaseModel):
     region_hash: str | None = None  # written by export: the text the rewrite was made for
     state: str | None = None  # written by export; ignored (imports are proposed)
 
+    @field_validator("file", "region", "region_name")
+    @classmethod
+    def _one_printable_line(cls, value: str | None) -> str | None:
+        # names and paths end up in messages and commands: one line, nothing hidden
+        if value is not None and not (value and value.isprintable()):
+            raise ValueError("must be non-empty printable text on one line")
+        return value
+
     @field_validator("region_hash")
     @classmethod
     def _full_hash(cls, value: str | None) -> str | None:
@@ -70,7 +85,7 @@ class Bundle(BaseModel):
     model_config = ConfigDict(extra="forbid")
     format: str = FORMAT
     version: int = VERSION
-    rewrites: list[RewriteIn]
+    rewrites: list[Any]  # each a RewriteIn, validated one by one: see `_entries`
 
     @field_validator("format")
     @classmethod
@@ -94,69 +109,77 @@ class ImportFileError(ValueError):
 @dataclass(frozen=True)
 class Imported:
     rewrite: Rewrite
-    created: bool
+    outcome: Outcome
     warning: str
 
 
-def _skip(text: str, index: int, chars: str = " \t\r\n,") -> int:
-    while index < len(text) and text[index] in chars:
-        index += 1
-    return index
+@dataclass(frozen=True)
+class Parsed:
+    """An import file read and validated whole: nothing in it has touched the store yet."""
+
+    path: Path
+    text: str
+    entries: list[RewriteIn]
+
+    @cached_property
+    def lines(self) -> list[int]:
+        """The line each entry starts on: a second parse, so only when a message needs one."""
+        return untrusted.element_lines(self.text, ("rewrites",))
+
+    def where(self, index: int) -> str:
+        line = self.lines[index] if index < len(self.lines) else 1
+        return f"{untrusted.shown(self.path)}:{line}: rewrites[{index}]"
 
 
-def entry_lines(text: str) -> list[int]:
-    """The line each element of the top-level `rewrites` array starts on (text is valid JSON)."""
-    decoder = json.JSONDecoder()
-    index = _skip(text, 0)
-    if not text.startswith("{", index):
-        return []
-    index += 1
-    while (index := _skip(text, index)) < len(text) and text[index] != "}":
-        key, index = decoder.raw_decode(text, index)
-        index = _skip(text, index, " \t\r\n:")
-        if key == "rewrites" and text.startswith("[", index):
-            return _element_lines(text, index + 1)
-        _, index = decoder.raw_decode(text, index)
-    return []
-
-
-def _element_lines(text: str, index: int) -> list[int]:
-    decoder = json.JSONDecoder()
-    lines: list[int] = []
-    while (index := _skip(text, index)) < len(text) and text[index] != "]":
-        lines.append(text.count("\n", 0, index) + 1)
-        _, index = decoder.raw_decode(text, index)
-    return lines
-
-
-def parse_bundle(path: Path) -> tuple[Bundle, list[int]]:
-    """The validated file and the line of each entry; ImportFileError for anything wrong."""
+def parse_bundle(path: Path) -> Parsed:
+    """Read `path` by `untrusted`'s rules and validate its shape; ImportFileError (each line of
+    it naming the file and a line in it) for anything wrong."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFileError(f"{path}: cannot read: {exc}") from exc
+        data, text = untrusted.read_json(path)
+    except untrusted.UntrustedError as exc:
+        raise ImportFileError(exc.about(path)) from exc
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ImportFileError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from exc
-    lines = entry_lines(text)
-    try:
-        return Bundle.model_validate(data), lines
+        bundle = Bundle.model_validate(data)
     except ValidationError as exc:
-        raise ImportFileError(_describe(path, lines, exc)) from exc
+        raise ImportFileError(_describe(path, text, exc.errors())) from exc
+    entries, errors = _entries(bundle.rewrites)
+    if errors:
+        raise ImportFileError(_describe(path, text, errors))
+    return Parsed(path, text, entries)
 
 
-def _describe(path: Path, lines: list[int], exc: ValidationError) -> str:
+def _entries(rewrites: list[Any]) -> tuple[list[RewriteIn], list[ErrorDetails]]:
+    """Each entry validated; the errors (at `rewrites[i]...`) of the first entries that have
+    any, until there are more than MAX_PROBLEMS: a huge file of bad entries costs no more."""
+    entries: list[RewriteIn] = []
+    errors: list[ErrorDetails] = []
+    for index, entry in enumerate(rewrites):
+        try:
+            entries.append(RewriteIn.model_validate(entry))
+        except ValidationError as exc:
+            errors += [{**e, "loc": ("rewrites", index, *e["loc"])} for e in exc.errors()]
+            if len(errors) > MAX_PROBLEMS:
+                break
+    return entries, errors
+
+
+def _describe(path: Path, text: str, errors: list[ErrorDetails]) -> str:
     problems = []
-    for error in exc.errors():
-        loc = error["loc"]
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
-        line = 1
-        if len(loc) > 1 and loc[0] == "rewrites" and isinstance(loc[1], int):
-            line = lines[loc[1]] if loc[1] < len(lines) else 1
+    for error in errors:
+        where = tuple(error["loc"])
         message = "expected a JSON object" if error["type"] == "model_type" else error["msg"]
-        problems.append(f"{path}:{line}: {where or 'top level'}: {message}")
-    return "\n".join(problems)
+        line = untrusted.line_of(text, where)
+        place = untrusted.format_path(where) or "top level"
+        problems.append(f"{untrusted.shown(path)}:{line}: {place}: {message}")
+    return _lines(problems)
+
+
+def _lines(problems: list[str]) -> str:
+    """The first MAX_PROBLEMS problems, one a line, and a line that says if there are more."""
+    more = (
+        [f"... and more (the first {MAX_PROBLEMS} shown)"] if len(problems) > MAX_PROBLEMS else []
+    )
+    return "\n".join(problems[:MAX_PROBLEMS] + more)
 
 
 def _context(entry: ContextIn | None) -> CompileContext | None:
@@ -185,34 +208,38 @@ def _name_seen(store: Store, file: Path, digest: str) -> str | None:
     return next((r.name for r in store.regions(str(file)) if r.text_hash == digest), None)
 
 
-def resolve(store: Store, entry: RewriteIn, root: Path, where: str) -> tuple[NewRewrite, str]:
-    """Bind an entry to a region of its file: (new rewrite, warning or ""), or ImportFileError.
+def resolve(store: Store, entry: RewriteIn, root: Path) -> tuple[NewRewrite, str]:
+    """Bind an entry to a region of its file: (new rewrite, warning or ""), or ImportFileError;
+    the caller says which entry.
 
     An entry names the region by name or text hash; `region_hash`, when given, keeps the text the
     rewrite was made for, so a rewrite for other text is stored for that text (never applied
     to the region as it is now).
     """
-    file = (root / entry.file).resolve()
-    if not file.is_file():
-        raise ImportFileError(f"{where}: file not found: {file}")
-    regions = scan(file.read_bytes()).regions
+    # realpath, not Path.resolve: that raises RuntimeError on a symlink loop (Python 3.11)
+    file = Path(os.path.realpath(root / entry.file))
+    try:
+        source = untrusted.read_regular(file)
+    except untrusted.UntrustedError as exc:
+        raise ImportFileError(f"{exc.message}: {untrusted.shown(file)}") from exc
+    regions = scan(source).regions
     match = _match(entry, regions)
     given = entry.region_hash or ""
     if len(match) > 1:
-        raise ImportFileError(f"{where}: region {entry.region!r} is ambiguous in {file}")
+        raise ImportFileError(f"region {entry.region!r} is ambiguous in {file}")
     if match:
         name, digest = match[0].name, match[0].text_hash
         warning = ""
         if given and given != digest:
             digest = given
-            warning = f"{where}: made for other text of {name!r}; it applies once they match"
+            warning = f"made for other text of {name!r}; it applies once they match"
     elif _is_hash(given or entry.region, 64):
         digest = given or entry.region.lower()
         name = entry.region_name or _name_seen(store, file, digest) or entry.region
-        warning = f"{where}: region text differs from {file} now; it applies once they match"
+        warning = f"region text differs from {file} now; it applies once they match"
     else:
         known = ", ".join(r.name for r in regions) or "none"
-        raise ImportFileError(f"{where}: no region {entry.region!r} in {file} (regions: {known})")
+        raise ImportFileError(f"no region {entry.region!r} in {file} (regions: {known})")
     return _new_rewrite(entry, file, name, digest), warning
 
 
@@ -234,27 +261,49 @@ def _new_rewrite(entry: RewriteIn, file: Path, name: str, digest: str) -> NewRew
     )
 
 
-def import_file(store: Store, path: Path, root: Path) -> list[Imported]:
-    """Check every entry of `path`, then store them all as proposed (or none, on any error)."""
-    bundle, lines = parse_bundle(path)
+def import_bundle(store: Store, parsed: Parsed, root: Path, *, reopen: bool) -> list[Imported]:
+    """Check every entry, then store them all as proposed (or none, on any error).
+
+    An entry already here as revoked or rejected is an error, unless `reopen`: then that
+    rewrite is proposed again, with a decision that says it was imported again from this file.
+    """
     resolved: list[tuple[NewRewrite, str]] = []
     problems: list[str] = []
-    for index, entry in enumerate(bundle.rewrites):
-        line = lines[index] if index < len(lines) else 1
-        where = f"{path}:{line}: rewrites[{index}]"
+    for index, entry in enumerate(parsed.entries):
         # the entry's own targets, when it names them, are the only ones it can ever apply to
-        problems += [f"{where}: {r}" for r in flags.refused(entry.compile_args, entry.targets)]
+        refused = flags.refused(entry.compile_args, entry.targets)
+        problems += [f"{parsed.where(index)}: {r}" for r in refused]
         try:
-            resolved.append(resolve(store, entry, root, where))
+            new, warning = resolve(store, entry, root)
         except ImportFileError as exc:
-            problems.append(str(exc))
+            problems.append(f"{parsed.where(index)}: {exc}")
+            continue
+        resolved.append((new, warning and f"{parsed.where(index)}: {warning}"))
     if problems:
-        raise ImportFileError("\n".join(problems))
-    stored = store.add_rewrites([new for new, _ in resolved])
+        raise ImportFileError(_lines(problems))
+    again = f"imported again from {untrusted.shown(os.path.abspath(parsed.path))}"
+    try:
+        added = add_or_reopen(store, [new for new, _ in resolved], again if reopen else None)
+    except Closed as exc:
+        raise ImportFileError(_closed(exc, parsed)) from exc
     return [
-        Imported(rewrite, created, warning)
-        for (rewrite, created), (_, warning) in zip(stored, resolved, strict=True)
+        Imported(done.rewrite, done.outcome, warning)
+        for done, (_, warning) in zip(added, resolved, strict=True)
     ]
+
+
+def _closed(exc: Closed, parsed: Parsed) -> str:
+    lines = []
+    for index, rewrite in exc.closed.items():
+        last = rewrite.decisions[-1] if rewrite.decisions else None
+        when = f" on {last.at[:19].replace('T', ' ')} UTC" if last else ""  # `at`: ISO-8601 UTC
+        again = shlex.quote(untrusted.shown(parsed.path))
+        lines.append(
+            f"{parsed.where(index)}: #{rewrite.id} ({rewrite.region_name}) is here already,"
+            f" {rewrite.state.value}{when}; `nvcc-opt import --reopen {again}`"
+            " proposes it again, its history kept"
+        )
+    return _lines(lines)
 
 
 def _relative(file: str, root: Path) -> str:

@@ -142,12 +142,17 @@ def test_invalid_json_names_the_line(project: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "top", [[], {"format": "other/thing", "rewrites": []}, {"version": 99, "rewrites": []}]
+    ("top", "where"),
+    [
+        ([], "1: top level"),
+        ({"format": "other/thing", "rewrites": []}, "2: format"),
+        ({"version": 99, "rewrites": []}, "2: version"),
+    ],
 )
-def test_wrong_kind_of_file_is_an_error(project: Path, top: object) -> None:
+def test_wrong_kind_of_file_is_an_error(project: Path, top: object, where: str) -> None:
     result = invoke(project / "store.db", "import", str(_write_json(project / "r.json", top)))
     assert result.exit_code == 1
-    assert f"{project / 'r.json'}:1:" in result.output
+    assert f"{project / 'r.json'}:{where}:" in result.output
 
 
 def test_export_import_round_trip_without_duplicates(project: Path, tmp_path: Path) -> None:
@@ -205,3 +210,13 @@ def test_rewrite_for_other_text_keeps_its_hash(project: Path) -> None:
     assert "other text" in result.stderr
     (rewrite,) = _rewrites(db)
     assert (rewrite.region_name, rewrite.region_hash) == ("scale", old)
+
+
+def test_many_bad_entries_are_reported_up_to_a_limit(project: Path) -> None:
+    bad = [{"file": "src/k.cu", "region": "scale"} for _ in range(50)]
+    bundle = _write_json(project / "r.json", {"rewrites": bad})
+    result = invoke(project / "store.db", "import", str(bundle))
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 21 and lines[-1] == "... and more (the first 20 shown)"
+    assert all(f"{bundle}:" in line and "code: Field required" in line for line in lines[:20])
