@@ -13,6 +13,7 @@ import click
 from nvcc_opt import report, transfer
 from nvcc_opt.bench_cli import bench
 from nvcc_opt.cli_common import open_store as _open
+from nvcc_opt.cmake_cli import cmake_dir_command
 from nvcc_opt.config_cli import init
 from nvcc_opt.mcp_cli import mcp
 from nvcc_opt.optimize_cli import optimize
@@ -140,3 +141,4 @@ cli.add_command(verify)
 cli.add_command(optimize)
 cli.add_command(mcp)
 cli.add_command(bench)
+cli.add_command(cmake_dir_command)
