@@ -172,12 +172,16 @@ def _configs(
     for region in targets:
         try:
             config = load(root or find_root(region.file.parent) or Path.cwd())
-            config.render_run(config.build_dir, config.gpu.devices[0])  # [run] command set?
         except ConfigError as exc:
-            cannot.append(f"{NOT_RUN}: {exc}" if "[run] command" in str(exc) else str(exc))
-            click.echo(f"{_tag(region, None)} cannot optimize: {cannot[-1]}")
-            continue
-        loaded[region] = config
+            cannot.append(str(exc))
+        else:
+            try:
+                config.render_run(config.build_dir, config.gpu.devices[0])  # the error if unset
+                loaded[region] = config
+                continue
+            except ConfigError as exc:
+                cannot.append(f"{NOT_RUN}: {exc}")
+        click.echo(f"{_tag(region, None)} cannot optimize: {cannot[-1]}")
     return loaded
 
 

@@ -101,6 +101,19 @@ def test_no_run_command_fails_before_the_model_or_a_build(tmp_path: Path, exe: s
     assert "Error: cannot optimize the region: the original could not be run" in done.stderr
 
 
+def test_a_run_without_its_time_line_fails_before_the_model(tmp_path: Path, exe: str) -> None:
+    """The host app runs anywhere; its [time] regex here matches nothing it prints."""
+    root = _built(FIXTURE, tmp_path / "hostapp", exe)
+    toml = root / "nvcc-opt.toml"
+    toml.write_text(toml.read_text().replace("regex = 'time_ms:", "regex = 'elapsed:"))
+    done = _optimize(exe, root, "src/work.cu:accumulate", "--model", "search")
+    assert done.returncode == 1, done.stdout + done.stderr
+    (line,) = [ln for ln in done.stdout.splitlines() if "cannot optimize" in ln]
+    assert line.startswith(f"[accumulate] {NOT_RUN}`") and "/hostapp` printed no time" in line
+    assert "printed no time: [time] regex 'elapsed: ([0-9.]+)' matched nothing" in line
+    assert "tool call" not in done.stdout
+
+
 @pytest.fixture(scope="module")
 def hostapp(tmp_path_factory: pytest.TempPathFactory, exe: str) -> Path:
     return _built(FIXTURE, tmp_path_factory.mktemp("host") / "hostapp", exe)
