@@ -4,12 +4,16 @@ Never stores a rewrite that failed verification: the model's final answer is reb
 re-measured from scratch (`verify.final`), and only an "improved" verdict becomes a *proposed*
 rewrite, with its trace, explanation, compile_args, statistics and the verification itself.
 Anything else records "no verified improvement, original kept" (the paper's speedup 1.0).
+An original that cannot be run, checked and timed here (no GPU, a failing run script, no time
+in its output) raises CannotRun before the model is asked anything: nothing could be measured.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import shlex
+import shutil
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -29,8 +33,9 @@ from nvcc_opt.tools.catalog import open_catalog
 from nvcc_opt.tools.region import Region
 from nvcc_opt.tools.schema import Toolbox
 from nvcc_opt.verify import final
+from nvcc_opt.verify.checks import RunOutput
 from nvcc_opt.verify.measure import run_once
-from nvcc_opt.workspace.runner import Runner
+from nvcc_opt.workspace.runner import Completed, Runner
 
 KEPT = "original kept"
 PROPOSED = "proposed"
@@ -54,13 +59,58 @@ class RegionResult:
         return {**self.__dict__, "reasons": list(self.reasons)}
 
 
-def baseline_ms(config: ProjectConfig, runner: Runner, build_dir: Path, gpu: str) -> float | None:
-    """The baseline's time as the run script reports it: median of a few runs."""
-    from nvcc_opt.verify.measure import Build
+class CannotRun(RuntimeError):
+    """The original could not be run or timed here: no rewrite can be judged against it."""
 
-    times = [run_once(config, runner, Build(build_dir), gpu)[2] for _ in range(3)]
-    measured = [t for t in times if t is not None]
-    return statistics.median(measured) * 1e3 if measured else None
+
+def baseline_ms(config: ProjectConfig, runner: Runner, build_dir: Path, gpu: str) -> float:
+    """The baseline's time as the run script reports it: median of a few runs, each of which
+    must pass its own checks and print a time. CannotRun, saying why, at the first that does
+    not (before any model time is spent on a region nothing could be measured for)."""
+    from nvcc_opt.verify.measure import Build, check
+
+    times = []
+    for _ in range(3):
+        completed, output, seconds = run_once(config, runner, Build(build_dir), gpu)
+        problem = _unusable(config, completed, output, seconds)
+        if problem is not None:
+            raise CannotRun(problem + _gpu_note())
+        own = check(config, output, None)
+        if not own.ok:
+            raise CannotRun("it fails its own checks: " + "; ".join(own.reasons) + _gpu_note())
+        assert seconds is not None
+        times.append(seconds)
+    return statistics.median(times) * 1e3
+
+
+def _unusable(
+    config: ProjectConfig, completed: Completed, output: RunOutput, seconds: float | None
+) -> str | None:
+    """Why one run of the original cannot serve as the baseline, or None."""
+    command = shlex.join(completed.argv)
+    if completed.timed_out:
+        return f"`{command}` did not finish within [run] timeout_s = {config.run.timeout_s:g} s"
+    if completed.exit_status != 0:
+        last = _last_line(output.stderr) or _last_line(output.stdout) or "no output"
+        return f"`{command}` exited with status {completed.exit_status}: {last}"
+    if seconds is None:
+        rules = config.time
+        if rules.source == "file":
+            return f"`{command}` wrote no time to [time] file {rules.file!r}"
+        pattern = rules.regex.pattern if rules.regex is not None else "a number"
+        return f"`{command}` printed no time: [time] regex {pattern!r} matched nothing"
+    return None
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else ""
+
+
+def _gpu_note() -> str:
+    if shutil.which("nvidia-smi") is None:
+        return " (there is no GPU here: nvidia-smi is not installed)"
+    return ""
 
 
 def optimize_region(

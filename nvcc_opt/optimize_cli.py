@@ -13,11 +13,11 @@ import click
 
 from nvcc_opt.agent.backends import load as load_model
 from nvcc_opt.agent.loop import Limits
-from nvcc_opt.agent.model import ModelError
+from nvcc_opt.agent.model import Model, ModelError
 from nvcc_opt.agent.prompt import PromptError
 from nvcc_opt.cli_common import open_store
-from nvcc_opt.config import ConfigError, find_root, load
-from nvcc_opt.optimize import RegionResult, optimize_region
+from nvcc_opt.config import ConfigError, ProjectConfig, find_root, load
+from nvcc_opt.optimize import CannotRun, RegionResult, optimize_region
 from nvcc_opt.records import RewriteState
 from nvcc_opt.store.api import Store
 from nvcc_opt.tools.catalog import OPTIONAL_TOOLS, TOOL_NAMES, launcher_path
@@ -94,39 +94,45 @@ def optimize(
     accepted rewrite). Each final answer is verified independently; only a verified speedup is
     stored, as *proposed*, for `nvcc-opt review`."""
     chosen_tools = [t.strip() for t in tools.split(",")] if tools else None
-    try:
-        model = load_model(spec)
-    except (ValueError, ModelError) as exc:
-        raise click.BadParameter(str(exc), param_hint="--model") from exc
-    if turns is None:
-        turns = max(DEFAULT_TURNS, getattr(model, "turns_needed", 0))
     results: list[RegionResult] = []
+    cannot: list[str] = []  # why each region that could not be optimized could not
     with open_store(ctx) as store:
         targets = [find_region(r, "REGION") for r in regions] or undecided(store)
         if not targets:
             click.echo("nothing to optimize: build through nvcc-opt first, or name FILE:NAME")
+        configs = _configs(targets, root, cannot)  # before the model: loading one takes a while
+        targets = [t for t in targets if t in configs]
+        model = _model(spec) if targets else None
+        needed = getattr(model, "turns_needed", 0)
+        limits = Limits(turns=turns or max(DEFAULT_TURNS, needed), wall_s=wall_s)
         traces = store.path.parent / "traces"
 
         def one(region: Region, gpu: str | None) -> RegionResult | None:
             def say(message: str) -> None:
-                click.echo(f"[{region.name}{'' if gpu is None else f' gpu {gpu}'}] {message}")
+                click.echo(f"{_tag(region, gpu)} {message}")
 
             say(f"{region.file}:{region.span.start_line}: optimizing")
             trace = traces / f"{time.strftime('%Y%m%d-%H%M%S')}-{region.name}.json"
+            config = configs[region]
+            assert model is not None
+            if gpu is not None:
+                config = config.model_copy(
+                    update={"gpu": config.gpu.model_copy(update={"devices": (gpu,)})}
+                )
             try:
-                config = load(root or find_root(region.file.parent) or Path.cwd())
-                if gpu is not None:
-                    config = config.model_copy(
-                        update={"gpu": config.gpu.model_copy(update={"devices": (gpu,)})}
-                    )
                 result = optimize_region(
                     store=store, config=config, region=region, model=model,
                     runner=ProcessRunner(), launcher=launcher_path(), trace_path=trace,
                     tools=chosen_tools, parity=parity,
-                    limits=Limits(turns=turns, wall_s=wall_s), seed=seed,
+                    limits=limits, seed=seed,
                     label="explore" if gpu is None else f"explore-gpu{gpu}", progress=say,
                 )  # fmt: skip
+            except CannotRun as exc:
+                cannot.append(f"{NOT_RUN}: {exc}")
+                say(f"cannot optimize: {cannot[-1]}")
+                return None
             except (ConfigError, PromptError, TreeError, ToolError, ModelError) as exc:
+                cannot.append(str(exc))
                 say(f"cannot optimize: {exc}")
                 return None
             _say(result, say)
@@ -139,6 +145,53 @@ def optimize(
             click.echo("interrupted: what was verified so far is kept", err=True)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+    if cannot:
+        raise click.ClickException(_summary(cannot, len(cannot) + len(results)))
+
+
+NOT_RUN = "the original could not be run or timed here"
+
+
+def _tag(region: Region, gpu: str | None) -> str:
+    return f"[{region.name}{'' if gpu is None else f' gpu {gpu}'}]"
+
+
+def _model(spec: str) -> Model:
+    try:
+        return load_model(spec)
+    except (ValueError, ModelError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--model") from exc
+
+
+def _configs(
+    targets: list[Region], root: Path | None, cannot: list[str]
+) -> dict[Region, ProjectConfig]:
+    """Each region's project configuration, where it can be loaded and has a run command (the
+    others are said at once, and added to `cannot`): checked before anything slow."""
+    loaded: dict[Region, ProjectConfig] = {}
+    for region in targets:
+        try:
+            config = load(root or find_root(region.file.parent) or Path.cwd())
+        except ConfigError as exc:
+            cannot.append(str(exc))
+        else:
+            try:
+                config.render_run(config.build_dir, config.gpu.devices[0])  # the error if unset
+                loaded[region] = config
+                continue
+            except ConfigError as exc:
+                cannot.append(f"{NOT_RUN}: {exc}")
+        click.echo(f"{_tag(region, None)} cannot optimize: {cannot[-1]}")
+    return loaded
+
+
+def _summary(cannot: list[str], regions: int) -> str:
+    """The error line the command ends with: how many regions could not be optimized, and why
+    when there is one reason."""
+    reasons = sorted(set(cannot))
+    what = f"{len(cannot)} of {regions} regions" if regions > 1 else "the region"
+    why = f": {reasons[0]}" if len(reasons) == 1 else " (see above)"
+    return f"cannot optimize {what}{why}"
 
 
 def _run_all(

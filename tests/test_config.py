@@ -3,10 +3,13 @@ loaded configuration renders, and `nvcc-opt init` against a really configured CM
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from nvcc_opt.config import (
     ConfigError,
     ProjectConfig,
     Settings,
+    architectures,
     find_build_trees,
     find_root,
     load,
@@ -301,11 +305,11 @@ def test_init_writes_a_loadable_commented_file(app: Path) -> None:
     result = CliRunner().invoke(init, [])
     assert result.exit_code == 0, result.output
     assert f"wrote {app / 'nvcc-opt.toml'}" in result.output
-    assert (
-        f"build tree: build (Ninja, Release, CUDA architectures 90, source {app})" in result.output
-    )
+    assert f"build tree: build (Ninja, Release, source {app})" in result.output
+    assert "CUDA architectures: 90 (from build.ninja)" in result.output
     assert 'run: command = "./run.sh {build}"' in result.output
-    assert "CMAKE_CUDA_COMPILER_LAUNCHER=nvcc-opt" in result.output
+    script = Path(sys.executable).parent / "nvcc-opt"  # this installation's, by absolute path
+    assert f"after cmake -B build -DCMAKE_CUDA_COMPILER_LAUNCHER={script}\n" in result.output
     text = (app / "nvcc-opt.toml").read_text(encoding="utf-8")
     assert "# Regexes that must each match the run's output" in text
     assert "# numbers = ['checksum: (\\S+)', 'weighted: (\\S+)']" in text
@@ -361,3 +365,138 @@ def test_init_without_a_build_tree_or_run_script_says_what_to_do(
     text = (tmp_path / "nvcc-opt.toml").read_text(encoding="utf-8")
     assert '# command = "./run.sh {build}"' in text
     assert load(tmp_path).run.command is None
+
+
+# The architectures a real build tree compiles for, whatever its cache's default says.
+
+TARGET_ARCHITECTURES = """\
+cmake_minimum_required(VERSION 3.18)
+project(archs LANGUAGES CUDA)
+add_library(k STATIC k.cu)
+set_target_properties(k PROPERTIES CUDA_ARCHITECTURES "90;80-real")
+"""
+
+
+def _configure(root: Path, generator: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CMAKE_GENERATOR", "CUDAARCHS")}
+    env.pop("VIRTUAL_ENV", None)
+    return subprocess.run(
+        ["cmake", "-S", ".", "-B", "build", "-G", generator, *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+@pytest.fixture(scope="module", params=["Ninja", "Unix Makefiles"])
+def archs_tree(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if shutil.which("cmake") is None or shutil.which("ninja") is None:
+        pytest.skip("needs cmake and ninja")
+    root = tmp_path_factory.mktemp("archs") / "app"
+    root.mkdir()
+    (root / "CMakeLists.txt").write_text(TARGET_ARCHITECTURES, encoding="utf-8")
+    (root / "k.cu").write_text("__global__ void k(float* x) { x[0] = 1.0f; }\n", encoding="utf-8")
+    done = _configure(root, request.param)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_init_reports_the_architectures_the_targets_build_for(
+    archs_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = archs_tree / "build"
+    cached = architectures.cached_value(tree)
+    assert cached and cached not in (
+        "90",
+        "80-real;90",
+    )  # CMake's default, which the target overrides
+    found = architectures.read(tree)
+    ninja = (tree / "build.ninja").is_file()
+    where = "build.ninja" if ninja else "CMakeFiles/k.dir/flags.make"
+    assert found == architectures.Architectures(("80-real", "90"), where)
+    monkeypatch.chdir(archs_tree)
+    result = CliRunner().invoke(init, [])
+    assert result.exit_code == 0, result.output
+    assert f"CUDA architectures: 80-real, 90 (from {where})" in result.output
+    assert (
+        f"note: CMakeCache.txt says CMAKE_CUDA_ARCHITECTURES={cached}, a default" in result.output
+    )
+
+
+def test_architectures_fall_back_to_the_database_then_the_cache(tmp_path: Path) -> None:
+    tree = _cache(tmp_path / "build", tmp_path)
+    assert architectures.read(tree).describe().startswith("not set")
+    with (tree / "CMakeCache.txt").open("a", encoding="utf-8") as cache:
+        cache.write("CMAKE_CUDA_ARCHITECTURES:STRING=86;90a\n")
+    assert architectures.read(tree) == architectures.Architectures(("86", "90a"), "CMakeCache.txt")
+    command = "/usr/local/cuda/bin/nvcc -gencode arch=compute_75,code=sm_75 -c a.cu -o a.o"
+    (tree / "compile_commands.json").write_text(json.dumps([{"command": command}]))
+    found = architectures.read(tree)
+    assert found == architectures.Architectures(("75-real",), "compile_commands.json")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["-arch=sm_90"], ("90",)),
+        (["-arch", "compute_80"], ("80-virtual",)),
+        (["--gpu-architecture=sm_90a"], ("90a",)),
+        (["-arch=native"], ("native",)),
+        (["-arch=compute_80", "-code=sm_80,sm_86"], ("80-real", "86-real")),
+        (["-gencode=arch=compute_90,code=[compute_90,sm_90]"], ("90",)),
+        (["--generate-code", "arch=compute_70,code=sm_70", "-gencode=arch=compute_90"],
+         ("70-real", "90-virtual")),
+        (["-O3", "-DARCH=sm_90", "-c", "a.cu"], ()),
+    ],
+)  # fmt: skip
+def test_architectures_from_nvcc_arguments(args: list[str], expected: tuple[str, ...]) -> None:
+    assert architectures.from_arguments(args) == expected
+
+
+# A launcher named without a folder fails where the virtual environment is not active.
+
+
+def _no_venv_env() -> dict[str, str]:
+    """The environment of a shell where nvcc-opt's virtual environment is not active."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CMAKE_GENERATOR")}
+    venv_bin = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if p and Path(p) != Path(venv_bin)
+    )
+    assert shutil.which("nvcc-opt", path=env["PATH"]) is None, "nvcc-opt must be off PATH here"
+    return env
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_init_gives_the_absolute_launcher_that_builds_without_the_venv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if shutil.which("ninja") is None:
+        pytest.skip("needs ninja")
+    root = tmp_path / "app"
+    root.mkdir()
+    (root / "CMakeLists.txt").write_text(TARGET_ARCHITECTURES, encoding="utf-8")
+    (root / "k.cu").write_text("__global__ void k(float* x) { x[0] = 1.0f; }\n", encoding="utf-8")
+    bare = _configure(root, "Ninja", "-DCMAKE_CUDA_COMPILER_LAUNCHER=nvcc-opt")
+    assert bare.returncode == 0, bare.stderr
+    build = ["cmake", "--build", "build"]
+    failed = subprocess.run(build, cwd=root, capture_output=True, text=True, env=_no_venv_env())
+    assert failed.returncode != 0  # the bare name: not found outside the venv
+    monkeypatch.chdir(root)
+    result = CliRunner().invoke(init, [])
+    assert result.exit_code == 0, result.output
+    script = Path(sys.executable).parent / "nvcc-opt"
+    assert "note: its launcher names nvcc-opt without a folder (nvcc-opt)" in result.output
+    fix = result.output.split("not active); ", 1)[1].splitlines()[0]
+    assert fix == f"cmake -B build -DCMAKE_CUDA_COMPILER_LAUNCHER={script}"
+    reconfigure = subprocess.run(
+        shlex.split(fix), cwd=root, capture_output=True, text=True, env=_no_venv_env()
+    )
+    assert reconfigure.returncode == 0, reconfigure.stderr
+    done = subprocess.run(build, cwd=root, capture_output=True, text=True, env=_no_venv_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "without a folder" not in CliRunner().invoke(init, ["--force"]).output

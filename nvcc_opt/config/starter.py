@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from nvcc_opt.config import architectures, launcher
 from nvcc_opt.config.model import ConfigError, Settings
 from nvcc_opt.config.project import PYPROJECT, find_build_trees, has_tool_table, read_cmake_cache
 from nvcc_opt.paths import CONFIG_NAME
@@ -154,18 +155,14 @@ def summary(found: Found) -> list[str]:
     home = cache.get("CMAKE_HOME_DIRECTORY", "?")
     lines = [
         f"build tree: {os.path.relpath(found.build_dir, root)} ({cache.get('CMAKE_GENERATOR', '?')}"
-        f", {cache.get('CMAKE_BUILD_TYPE') or 'no build type'}, CUDA architectures "
-        f"{cache.get('CMAKE_CUDA_ARCHITECTURES') or 'not set'}, source {home})"
+        f", {cache.get('CMAKE_BUILD_TYPE') or 'no build type'}, source {home})",
+        *_architecture_lines(found.build_dir),
     ]
     if home != "?" and Path(home).resolve() != root:
         lines.append(f"note: that tree builds {home}, not this folder")
     if "CMAKE_CUDA_COMPILER" not in cache:
         lines.append("note: that tree has no CUDA compiler configured")
-    if "nvcc-opt" not in cache.get("CMAKE_CUDA_COMPILER_LAUNCHER", ""):
-        lines.append(
-            "note: it does not build through nvcc-opt yet; accepted rewrites reach it after "
-            "cmake -DCMAKE_CUDA_COMPILER_LAUNCHER=nvcc-opt"
-        )
+    lines += _launcher_lines(found)
     command = run_command(found)
     if command is None:
         lines.append("fill in: [run] command (no run.sh, run*.sh or scripts/run*.sh found)")
@@ -174,6 +171,38 @@ def summary(found: Found) -> list[str]:
     lines.append(
         "decide: [time] (now: wall time of the whole run) and [check] (now: exit status only)"
     )
+    return lines
+
+
+def _launcher_lines(found: Found) -> list[str]:
+    """Whether the tree builds through nvcc-opt by absolute path, and the command that makes it."""
+    current = found.cache.get("CMAKE_CUDA_COMPILER_LAUNCHER", "")
+    entries = [e for e in current.split(";") if e]
+    fix = (
+        f"cmake -B {os.path.relpath(found.build_dir, found.root)} {launcher.cmake_setting(current)}"
+    )
+    if not any(os.path.basename(e) == launcher.NAME for e in entries):
+        return [
+            f"note: it does not build through nvcc-opt yet; accepted rewrites reach it after {fix}"
+        ]
+    if any(launcher.is_bare(e) for e in entries):
+        return [
+            f"note: its launcher names nvcc-opt without a folder ({current}): compiles fail in a "
+            f"shell where nvcc-opt is not on PATH (a virtual environment not active); {fix}"
+        ]
+    return []
+
+
+def _architecture_lines(build_dir: Path) -> list[str]:
+    """The architectures the tree compiles for, and a note when the cache's default differs."""
+    found = architectures.read(build_dir)
+    lines = [f"CUDA architectures: {found.describe()}"]
+    cached = architectures.cached_value(build_dir)
+    if found.source != "CMakeCache.txt" and cached and tuple(cached.split(";")) != found.values:
+        lines.append(
+            f"note: CMakeCache.txt says CMAKE_CUDA_ARCHITECTURES={cached}, a default the targets "
+            "override (their CUDA_ARCHITECTURES, or the variable set in CMakeLists.txt)"
+        )
     return lines
 
 
