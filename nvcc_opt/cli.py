@@ -17,6 +17,7 @@ from nvcc_opt.config_cli import init
 from nvcc_opt.mcp_cli import mcp
 from nvcc_opt.optimize_cli import optimize
 from nvcc_opt.records import RewriteState
+from nvcc_opt.recover_cli import recover
 from nvcc_opt.review_cli import review
 from nvcc_opt.store.api import StoreError
 from nvcc_opt.tools.cli import tool_command
@@ -140,3 +141,4 @@ cli.add_command(verify)
 cli.add_command(optimize)
 cli.add_command(mcp)
 cli.add_command(bench)
+cli.add_command(recover)

@@ -26,6 +26,7 @@ SUBCOMMANDS = frozenset(
         "tool",
         "mcp",
         "bench",
+        "recover",
     }
 )
 
