@@ -17,7 +17,7 @@ import sys
 from nvcc_opt import paths
 from nvcc_opt._sha import sha256
 from nvcc_opt.entry import GUARD
-from nvcc_opt.launcher import argv, candidate, chain, depfile, once, plan, spawn
+from nvcc_opt.launcher import argv, candidate, chain, depfile, plan, spawn
 from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt.values import AcceptedRewrite, CompileContext, RegionSpan
 
@@ -140,6 +140,8 @@ def _accepted(store: str, file: str, regions: tuple[RegionSpan, ...]) -> list[Ac
 
     found = accepted.lookup(store, file, [r.text_hash for r in regions])
     if found.problem:
+        from nvcc_opt.launcher import once
+
         message = f"accepted rewrites not applied ({found.problem}); compiling the original"
         if once.first_time(message):
             notice(message)
@@ -311,6 +313,8 @@ def _record(tagged: Tagged, version: str) -> None:
             tagged.store, tagged.file, regions, output, command, os.getcwd(), context
         )
     except fast.FastStoreError as exc:
+        from nvcc_opt.launcher import once
+
         message = f"could not record this compile in {tagged.store} ({exc})"
         if once.first_time(message):
             notice(message)

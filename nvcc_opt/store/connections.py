@@ -9,7 +9,10 @@ database file alone, which is then the whole truth.
 from __future__ import annotations
 
 import os
-import sqlite3
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import sqlite3
 
 # The compile path never waits longer than this for a lock held by another process: a held lock
 # costs a build at most this per tagged compile, then the original is compiled and the build says
@@ -58,6 +61,8 @@ def connect(db: str, *, write: bool, timeout: float) -> sqlite3.Connection:
 
     `write`: read-write, or read-only where this user cannot write (writes then fail as
     READ_ONLY); else read-only. The database must exist. sqlite3.Error on failure."""
+    import sqlite3  # here: a compile whose file the index rules out never loads it
+
     conn = sqlite3.connect(
         uri(db, "rw" if write else "ro"), uri=True, timeout=timeout, isolation_level=None
     )
