@@ -30,7 +30,7 @@ TIMEOUT_S = connections.COMPILE_TIMEOUT_S
 CONTENDED_S = 10.0
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs milliseconds on every compile
-    from typing import TypeVar
+    from typing import NoReturn, TypeVar
 
     T = TypeVar("T")
 
@@ -85,7 +85,7 @@ def _connection(db: str, *, write: bool, timeout: float) -> Iterator[sqlite3.Con
         _raise(db, str(exc), connections.cause(exc), exc)
 
 
-def _raise(db: str, reason: str, cause: str, exc: BaseException | None = None) -> None:
+def _raise(db: str, reason: str, cause: str, exc: BaseException | None = None) -> NoReturn:
     if cause == connections.DAMAGED:
         from nvcc_opt.store import damage
 
