@@ -47,6 +47,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "mcp": ("nvcc_opt.mcp_cli:mcp", "Serve the six tools for one region, and `submit`, over MCP."),
     "bench": ("nvcc_opt.bench_cli:bench", "Benchmarks of the optimizer."),
+    "recover": (
+        "nvcc_opt.recover_cli:recover",
+        "Rebuild the store's rewrites, decisions and verifications from its journal.",
+    ),
     "cmake-dir": (
         "nvcc_opt.cmake_cli:cmake_dir_command",
         "Print the folder of NvccOpt.cmake, for list(APPEND CMAKE_MODULE_PATH ...).",

@@ -9,7 +9,6 @@ from typing import Any
 
 from nvcc_opt.launcher.plan import Plan, plan
 from nvcc_opt.records import (
-    AcceptedRewrite,
     CompileContext,
     CompileRecord,
     RegionRecord,
@@ -18,6 +17,7 @@ from nvcc_opt.records import (
     RewriteState,
 )
 from nvcc_opt.regions.scan import scan
+from nvcc_opt.store import accepted
 from nvcc_opt.store.api import Store
 
 
@@ -190,17 +190,6 @@ def format_status(report: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _as_accepted(rewrite: Rewrite, bound: bool) -> AcceptedRewrite:
-    return AcceptedRewrite(
-        id=rewrite.id,
-        region_hash=rewrite.region_hash,
-        code=rewrite.code,
-        compile_args=rewrite.compile_args,
-        targets=rewrite.targets if bound else None,
-        suspect=rewrite.suspect,
-    )
-
-
 def _latest_targets(records: list[RegionRecord]) -> list[tuple[str, ...]]:
     """The GPU targets of each object file the file was last compiled into, distinct."""
     latest: dict[str, CompileRecord] = {}
@@ -237,14 +226,20 @@ def _why_not(region: RegionSpan, rewrites: list[Rewrite]) -> str:
     return "; ".join(reasons) or "no rewrite for this region in the store"
 
 
-def _why(decided: Plan, index: int, rewrites: list[Rewrite]) -> str:
+def _why(decided: Plan, index: int, found: accepted.Lookup, rewrites: list[Rewrite]) -> str:
     outcome = decided.outcomes[index]
-    accepted = any(
-        r.state is RewriteState.ACCEPTED and r.region_hash == outcome.region.text_hash
-        for r in rewrites
-    )
-    # With an accepted rewrite for this text, the plan knows why (suspect, targets, flags).
-    return outcome.why if accepted else _why_not(outcome.region, rewrites)
+    text_hash = outcome.region.text_hash
+    if found.source == accepted.FAILED:
+        return f"the build cannot read the store ({found.problem}): it compiles the original"
+    if any(r.region_hash == text_hash for r in found.rewrites):
+        return outcome.why  # the plan knows why it applies or not (suspect, targets, flags)
+    mine = [r for r in rewrites if r.state is RewriteState.ACCEPTED and r.region_hash == text_hash]
+    if mine and found.source == accepted.INDEX:
+        return (
+            f"rewrite {_ids(mine)} accepted, but the build does not apply it: the accepted-files"
+            " index does not list this file (`nvcc-opt recover --index` rewrites it)"
+        )
+    return _why_not(outcome.region, rewrites)
 
 
 def _targets_label(targets: tuple[str, ...]) -> str:
@@ -252,7 +247,10 @@ def _targets_label(targets: tuple[str, ...]) -> str:
 
 
 def explain(store: Store, file: Path) -> list[str]:
-    """One line per region of the file as it is now, plus scan warnings. OSError if unreadable."""
+    """One line per region of the file as it is now, plus scan warnings. OSError if unreadable.
+
+    What a build applies comes from `accepted.lookup`, the launcher's own look-up, so this says
+    what the next build does."""
     path = file.resolve()
     result = scan(path.read_bytes())
     lines = [f"{file}:{w.line}: warning: {w.message}" for w in result.warnings]
@@ -261,13 +259,13 @@ def explain(store: Store, file: Path) -> list[str]:
     rewrites = store.rewrites(file=str(path))
     records = store.regions(file=str(path))
     targets = _latest_targets(records)
-    accepted = [
-        _as_accepted(r, bool(targets)) for r in rewrites if r.state is RewriteState.ACCEPTED
-    ]
-    plans = [(t, plan(result.regions, accepted, t)) for t in targets or [()]]
+    found = accepted.lookup(str(store.path), str(path), [r.text_hash for r in result.regions])
+    # Never compiled here: the targets are unknown, so a rewrite is not held to its own.
+    given = [a if targets else a.replace(targets=None) for a in found.rewrites]
+    plans = [(t, plan(result.regions, given, t)) for t in targets or [()]]
     compiled = {(r.name, r.text_hash) for r in records}
     for index, region in enumerate(result.regions):
-        whys = {t: _why(decided, index, rewrites) for t, decided in plans}
+        whys = {t: _why(decided, index, found, rewrites) for t, decided in plans}
         if len(set(whys.values())) == 1:
             why = next(iter(whys.values()))
         else:

@@ -113,3 +113,23 @@ def test_a_closed_entry_stores_nothing_of_the_whole_file(project: Path) -> None:
         "#2 reopened (proposed): pair",
         "#3 imported (proposed): scale",
     ]
+
+
+def test_a_reopened_rewrite_survives_a_damaged_store(project: Path) -> None:
+    """The reopen and a new entry of the same import reach the journal, so `recover` brings back
+    the rewrite proposed again with its whole history."""
+    db = project / "store.db"
+    rewrite_id = propose(db, project / "src" / "k.cu", "scale")
+    _ok(db, "review", "--force", "--accept", str(rewrite_id), "--reason", "fast")
+    _ok(db, "export", "shared.json")
+    _ok(db, "review", "--revoke", str(rewrite_id), "--reason", "wrong on sm_80")
+    _ok(db, "import", "--reopen", "shared.json")
+    history = _history(db, rewrite_id)
+    assert history[-1][1] == "proposed" and history[-1][2].startswith("imported again from ")
+
+    db.write_bytes(b"this is not a database" * 100)  # damaged
+    damaged = invoke(db, "status")
+    assert damaged.exit_code == 1 and "moved" in damaged.output, damaged.output
+    _ok(db, "recover")
+    assert _history(db, rewrite_id) == history
+    assert "rewrite #1 proposed" in _ok(db, "status")

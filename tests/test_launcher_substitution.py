@@ -202,8 +202,12 @@ def test_unreadable_store_fails_open(tmp_path: Path, exe: str, store_env: Path) 
     assert b"variant-original" in obj
 
 
-def test_locked_store_waits_then_builds(tmp_path: Path, exe: str, store_env: Path) -> None:
-    """A writer holding the database (a review, an import) delays a compile; it never fails it."""
+def test_locked_store_applies_at_once_and_records_on_the_next_build(
+    tmp_path: Path, exe: str, store_env: Path
+) -> None:
+    """A writer holding the database (a review, an import) neither delays nor fails a compile:
+    it reads past the writer, gives up recording after a short wait and says so; the next
+    compile records."""
     import sqlite3
     import subprocess
     import time
@@ -213,15 +217,22 @@ def test_locked_store_waits_then_builds(tmp_path: Path, exe: str, store_env: Pat
     _accept(store_env, source, "variant", REWRITE)
     holder = sqlite3.connect(store_env, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
+    started = time.monotonic()
     compile_ = subprocess.Popen(
         [exe, *COMPILE], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    time.sleep(3)
+    _, err = compile_.communicate(timeout=120)
+    waited = time.monotonic() - started
     holder.execute("ROLLBACK")
     holder.close()
-    _, err = compile_.communicate(timeout=120)
     assert compile_.returncode == 0, err
     assert b"variant-REWRITTEN" in (tmp_path / "k.o").read_bytes()
+    assert b"could not record this compile" in err and b"database is locked" in err
+    assert waited < 20, waited  # before: the compile waited for the writer (30 s at most)
+    with Store.open(store_env) as store:
+        assert store.regions() == []
+    done = run([exe, *COMPILE], tmp_path)
+    assert done.returncode == 0 and b"nvcc-opt:" not in done.stderr, done.stderr
     with Store.open(store_env) as store:
         assert [r.name for r in store.regions()] == ["variant", "other"]
 

@@ -91,15 +91,16 @@ def test_a_missing_store_has_no_rewrites_and_is_not_created(tmp_path: Path) -> N
     assert not db.parent.exists()
 
 
-def test_a_garbage_file_is_a_fast_store_error(tmp_path: Path) -> None:
+def test_a_garbage_file_is_a_fast_store_error_and_moved_aside(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     db.write_bytes(b"garbage, not sqlite " * 200)
-    with pytest.raises(fast.FastStoreError, match=str(db)):
+    with pytest.raises(fast.FastStoreError, match=f"{db}.*moved it to {db}.damaged-") as caught:
         fast.accepted_for(str(db), FILE, [HASH_A])
-    with pytest.raises(fast.FastStoreError):
-        record(db, span())
-    with pytest.raises(fast.FastStoreError):
-        fast.mark_suspect(str(db), 1, "failed")
+    assert caught.value.cause == "damaged"
+    [aside] = tmp_path.glob("store.db.damaged-*")
+    assert aside.read_bytes() == b"garbage, not sqlite " * 200
+    record(db, span())  # the next compile starts a new store
+    assert not fast.mark_suspect(str(db), 1, "failed")
 
 
 def test_a_store_from_the_future_is_a_fast_store_error(store: Store) -> None:

@@ -183,17 +183,28 @@ def _in_store(store: str, file: str) -> bool:
 
 
 def _accepted(store: str, file: str, regions: tuple[RegionSpan, ...]) -> list[AcceptedRewrite]:
-    if not os.path.exists(store) or not paths.may_have_accepted(store, file):
-        return []
-    from nvcc_opt.store import fast
+    from nvcc_opt.store import accepted
 
-    try:
-        return fast.accepted_for(store, file, [r.text_hash for r in regions])
-    except fast.FastStoreError as exc:
-        message = f"store unusable ({exc}); compiling the original sources"
-        if paths.say_once(store, message):
+    found = accepted.lookup(store, file, [r.text_hash for r in regions])
+    if found.problem:
+        from nvcc_opt.launcher import once
+
+        message = f"accepted rewrites not applied ({found.problem}); compiling the original"
+        if once.first_time(message):
             notice(message)
-        return []
+    if found.cause == accepted.LOCKED:
+        import atexit  # the object will be the original's: the next build compiles it again
+
+        atexit.register(_touch_stamps, store, file, regions)
+    return list(found.rewrites)
+
+
+def _touch_stamps(store: str, file: str, regions: tuple[RegionSpan, ...]) -> None:
+    for region in regions:
+        try:
+            paths.touch_stamp(paths.stamp_file(store, file, region.name))
+        except OSError:
+            return
 
 
 def execute(tagged: Tagged) -> int:
@@ -401,8 +412,10 @@ def _record(tagged: Tagged, version: str) -> None:
             tagged.store, tagged.file, regions, output, command, os.getcwd(), context
         )
     except fast.FastStoreError as exc:
+        from nvcc_opt.launcher import once
+
         message = f"could not record this compile in {tagged.store} ({exc})"
-        if paths.say_once(tagged.store, message):
+        if once.first_time(message):
             notice(message)
         return
     paths.mark(paths.seen_marker(tagged.store, key))  # the store may have been created just now

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -12,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
-from sqlalchemy import URL, Connection, Engine, create_engine, event, select
+from sqlalchemy import Connection, Engine, create_engine, event, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.pool import ConnectionPoolEntry
@@ -28,12 +29,12 @@ from nvcc_opt.records import (
     RewriteState,
     Verification,
 )
-from nvcc_opt.store import migrations
-from nvcc_opt.store.errors import InvalidTransition, NotFound, StoreError
+from nvcc_opt.store import connections, damage, journal, migrations
+from nvcc_opt.store.errors import InvalidTransition, NotFound, StoreDamaged, StoreError
 from nvcc_opt.store.fast import context_from_json, context_to_json, dumps, now
 from nvcc_opt.store.schema import DecisionRow, RegionRow, RewriteRow, VerificationRow
 
-__all__ = ["InvalidTransition", "NotFound", "Store", "StoreError"]
+__all__ = ["InvalidTransition", "NotFound", "Store", "StoreDamaged", "StoreError"]
 
 _HEX_PREFIX = re.compile(r"[0-9a-f]{8,64}")
 _WITH_DECISIONS = (selectinload(RewriteRow.decisions), selectinload(RewriteRow.verifications))
@@ -62,17 +63,33 @@ class Store:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Store:
-        """Open the store at `path`, creating its folder and migrating it as needed."""
+        """Open the store at `path`, creating its folder and migrating it as needed.
+
+        A store at the latest schema is only read on opening, so a read-only store opens (its
+        writing methods then fail, saying so). A damaged store is moved aside: StoreDamaged says
+        where and how to recover."""
         db = Path(path).absolute()
-        migrations.migrate(db)
+        if damage.is_empty_but_journaled(str(db)):
+            raise StoreDamaged(damage.handle(str(db), "the file is empty, its journal is not"))
+        try:
+            migrations.migrate(db)
+        except migrations.MigrationError as exc:
+            if exc.cause == connections.DAMAGED:
+                raise StoreDamaged(damage.handle(str(db), exc.reason)) from exc
+            raise
         engine = create_engine(
-            URL.create("sqlite", database=str(db)),
-            connect_args={"timeout": migrations.BUSY_TIMEOUT_S},
+            "sqlite://",
+            creator=lambda: connections.connect(
+                str(db), write=True, timeout=migrations.BUSY_TIMEOUT_S
+            ),
         )
         event.listen(engine, "connect", _on_connect)
         event.listen(engine, "begin", _on_begin)
         store = cls(db, engine)
-        store.write_accepted_index()
+        if not os.path.exists(paths.accepted_index(db)):
+            # without an index the launcher asks the database: slower, never wrong
+            with contextlib.suppress(StoreError):
+                store.write_accepted_index()
         return store
 
     def close(self) -> None:
@@ -100,7 +117,32 @@ class Store:
                 yield session
         except SQLAlchemyError as exc:
             reason = getattr(exc, "orig", None) or exc
+            cause = connections.cause(reason)
+            if cause == connections.DAMAGED:
+                raise StoreDamaged(damage.handle(str(self.path), str(reason))) from exc
+            if cause == connections.READ_ONLY:
+                raise StoreError(
+                    f"nvcc-opt store {self.path} is read-only here ({reason}): it can be read,"
+                    " not changed"
+                ) from exc
             raise StoreError(f"nvcc-opt store {self.path}: {reason}") from exc
+
+    def _journal(self, session: Session, entries: list[journal.Entry]) -> None:
+        """Append to the journal inside the writing transaction (under its lock, so in the
+        database's order); a journal that is new starts with a snapshot of every rewrite."""
+        log = journal.path(self.path)
+        try:
+            if not journal.has_entries(log):
+                session.flush()
+                raw = session.connection().connection.driver_connection
+                assert isinstance(raw, sqlite3.Connection)
+                entries = journal.snapshot(raw)
+            journal.append(log, entries)
+        except OSError as exc:
+            raise StoreError(
+                f"nvcc-opt store {self.path}: cannot write its journal {log} ({exc.strerror});"
+                " nothing was changed"
+            ) from exc
 
     def regions(self, file: str | None = None) -> list[RegionRecord]:
         """Regions (of one file, or all), each with its latest compiles, by file and line."""
@@ -149,6 +191,7 @@ class Store:
         except (TypeError, ValueError) as exc:
             raise StoreError(f"nvcc-opt store {self.path}: cannot store rewrite: {exc}") from exc
         results: list[tuple[Rewrite, bool]] = []
+        added: list[journal.Entry] = []
         with self._session(write=True) as session:
             for row in rows:
                 existing = session.scalars(
@@ -162,6 +205,8 @@ class Store:
                 session.add(row)
                 session.flush()
                 results.append((_rewrite_record(row), True))
+                added.append(journal.rewrite_entry(row.id, _columns(row)))
+            self._journal(session, added)
         return results
 
     def rewrite(self, rewrite_id: int) -> Rewrite:
@@ -205,17 +250,17 @@ class Store:
             if to_state is RewriteState.ACCEPTED:
                 self._check_none_accepted(session, row)
             row.state = to_state.value
-            row.decisions.append(
-                DecisionRow(
-                    from_state=from_state.value,
-                    to_state=to_state.value,
-                    reason=reason,
-                    at=now(),
-                    forced=forced,
-                )
+            decision = DecisionRow(
+                from_state=from_state.value,
+                to_state=to_state.value,
+                reason=reason,
+                at=now(),
+                forced=forced,
             )
+            row.decisions.append(decision)
             session.flush()
             record = _rewrite_record(row)
+            self._journal(session, [journal.decision_entry(row.content_key, _columns(decision))])
         self.write_accepted_index()
         return record
 
@@ -276,6 +321,8 @@ class Store:
             session.add(row)
             session.flush()
             session.refresh(rewrite)
+            entry = journal.verification_entry(rewrite.content_key, _columns(row))
+            self._journal(session, [entry])
             return _rewrite_record(rewrite)
 
     def clear_suspect(self, rewrite_id: int) -> None:
@@ -295,8 +342,13 @@ class Store:
 def _on_connect(dbapi_conn: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
     # Autocommit at the driver, so that `_on_begin` decides how each transaction starts.
     dbapi_conn.isolation_level = None
-    dbapi_conn.execute("PRAGMA journal_mode=WAL")
     dbapi_conn.execute("PRAGMA foreign_keys=ON")
+
+
+def _columns(row: object) -> dict[str, object]:
+    """A mapped row's column values, as the journal keeps them."""
+    columns = type(row).__table__.columns  # type: ignore[attr-defined]
+    return {column.name: getattr(row, column.name) for column in columns}
 
 
 def _on_begin(conn: Connection) -> None:

@@ -17,3 +17,8 @@ class NotFound(StoreError):
 
 class InvalidTransition(StoreError):
     """A state change that `records.ALLOWED_TRANSITIONS` (or the one-accepted rule) forbids."""
+
+
+class StoreDamaged(StoreError):
+    """The database was damaged and has been moved aside; the message says where and how to
+    recover its decisions."""

@@ -1,8 +1,9 @@
 """The launcher's store access: the standard library's sqlite3 only, a few ms per compile.
 
-Every failure (locked past the busy timeout, corrupt, unreadable, a schema from another
-nvcc-opt) is a `FastStoreError` naming the database, so the launcher can fail open and say why.
-A missing database is not a failure: it holds no rewrites, and the first compile creates it.
+Every failure (locked past the compile path's short wait, damaged, unreadable, a schema from
+another nvcc-opt) is a `FastStoreError` naming the database and its cause, so the launcher can
+compile the original and say why. A damaged database is moved aside first (`damage`). A missing
+database is not a failure: it holds no rewrites, and the first compile creates it.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
+from nvcc_opt.store import connections
 from nvcc_opt.store.errors import StoreError
 from nvcc_opt.values import AcceptedRewrite, CompileContext, RegionSpan
 
@@ -21,11 +24,25 @@ SCHEMA_VERSION = 2  # must equal migrations.LATEST_VERSION (a test checks)
 # The oldest schema whose columns the fast path reads: a launcher never refuses a store that an
 # older nvcc-opt wrote only because a later migration added a table it does not read.
 READS_FROM = 1
-BUSY_TIMEOUT_S = 30.0  # long enough that a -j64 build never gives up waiting for a lock
+TIMEOUT_S = connections.COMPILE_TIMEOUT_S
+# A parallel build's compiles wait for each other's writes up to this long, as long as the store
+# shows progress; a lock held by an idle process is given up after one TIMEOUT_S.
+CONTENDED_S = 10.0
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds on every compile
+    from typing import NoReturn, TypeVar
+
+    T = TypeVar("T")
 
 
 class FastStoreError(Exception):
-    """The store could not be used; the launcher passes the compile through unchanged."""
+    """The store could not be used; the launcher passes the compile through unchanged.
+
+    `cause`: one of `connections.LOCKED`, `DAMAGED`, `READ_ONLY`, `OTHER`."""
+
+    def __init__(self, message: str, cause: str = connections.OTHER) -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 def now() -> str:
@@ -54,30 +71,54 @@ def context_from_json(text: str) -> CompileContext:
     )
 
 
-def _uri(db: str, mode: str) -> str:
-    # By hand rather than pathlib's as_uri: pathlib and urllib cost milliseconds to import.
-    path = os.path.abspath(db)
-    for char, escape in (("%", "%25"), ("?", "%3f"), ("#", "%23")):
-        path = path.replace(char, escape)
-    return f"file:{path}?mode={mode}"
-
-
 @contextmanager
-def _connection(db: str, mode: str) -> Iterator[sqlite3.Connection]:
-    """A connection that turns every sqlite3 error into a FastStoreError naming the db."""
+def _connection(db: str, *, write: bool, timeout: float) -> Iterator[sqlite3.Connection]:
+    """A connection that turns every sqlite3 error into a FastStoreError naming the db; a
+    damaged db is moved aside and the error says where."""
     try:
-        conn = sqlite3.connect(
-            _uri(db, mode),
-            uri=True,
-            timeout=BUSY_TIMEOUT_S,
-            isolation_level=None,
-        )
+        conn = connections.connect(db, write=write, timeout=timeout)
         try:
             yield conn
         finally:
             conn.close()
     except sqlite3.Error as exc:
-        raise FastStoreError(f"nvcc-opt store {db}: {exc}") from exc
+        _raise(db, str(exc), connections.cause(exc), exc)
+
+
+def _raise(db: str, reason: str, cause: str, exc: BaseException | None = None) -> NoReturn:
+    if cause == connections.DAMAGED:
+        from nvcc_opt.store import damage
+
+        raise FastStoreError(damage.handle(db, reason), cause) from exc
+    raise FastStoreError(f"nvcc-opt store {db}: {reason}", cause) from exc
+
+
+def _patiently(db: str, timeout: float, work: Callable[[], T]) -> T:
+    """Run `work`, again while the store is locked but busy (other processes commit: a parallel
+    build); give up when a lock stays held a whole `timeout` with nothing happening."""
+    deadline = time.monotonic() + CONTENDED_S
+    seen = connections.activity(db)
+    while True:
+        started = time.monotonic()
+        try:
+            return work()
+        except FastStoreError as exc:
+            if exc.cause != connections.LOCKED or time.monotonic() > deadline:
+                raise
+            if time.monotonic() - started < timeout / 2:
+                time.sleep(0.005)  # SQLite answered "busy" without waiting: try again
+                continue
+            now = connections.activity(db)
+            if now == seen:
+                raise
+            seen = now
+
+
+def _check_not_truncated(db: str) -> None:
+    from nvcc_opt.store import damage
+
+    if damage.is_empty_but_journaled(db):
+        _raise(db, "the file is empty, its journal is not", connections.DAMAGED)
 
 
 def _version(conn: sqlite3.Connection) -> int:
@@ -92,12 +133,25 @@ def _require_version(conn: sqlite3.Connection, db: str) -> None:
         )
 
 
-def accepted_for(db_path: str, file: str, hashes: Sequence[str]) -> list[AcceptedRewrite]:
-    """Accepted rewrites of `file` whose region hash is one of `hashes` (read-only)."""
+def accepted_for(
+    db_path: str, file: str, hashes: Sequence[str], timeout: float = TIMEOUT_S
+) -> list[AcceptedRewrite]:
+    """Accepted rewrites of `file` whose region hash is one of `hashes` (read-only).
+
+    Use `accepted.lookup`, which the launcher and `explain` share, rather than this."""
+    return _patiently(db_path, timeout, lambda: _accepted_for(db_path, file, hashes, timeout))
+
+
+def _accepted_for(
+    db_path: str, file: str, hashes: Sequence[str], timeout: float
+) -> list[AcceptedRewrite]:
     if not hashes or not os.path.exists(db_path):
         return []
+    _check_not_truncated(db_path)
     marks = ",".join("?" * len(hashes))
-    with _connection(db_path, "ro") as conn:
+    with _connection(db_path, write=False, timeout=timeout) as conn:
+        if _version(conn) == 0:
+            return []  # created, not yet migrated: it holds nothing
         _require_version(conn, db_path)
         rows = conn.execute(
             "SELECT id, region_hash, code, compile_args, targets, suspect FROM rewrites"
@@ -117,14 +171,18 @@ def accepted_for(db_path: str, file: str, hashes: Sequence[str]) -> list[Accepte
     ]
 
 
-def mark_suspect(db_path: str, rewrite_id: int, reason: str) -> bool:
+def mark_suspect(db_path: str, rewrite_id: int, reason: str, timeout: float = TIMEOUT_S) -> bool:
     """Flag an accepted rewrite whose substituted compile failed.
 
     True when it was not already suspect, so the launcher says so once, not on every build.
     """
+    return _patiently(db_path, timeout, lambda: _mark_suspect(db_path, rewrite_id, reason, timeout))
+
+
+def _mark_suspect(db_path: str, rewrite_id: int, reason: str, timeout: float) -> bool:
     if not os.path.exists(db_path):
         return False
-    with _connection(db_path, "rw") as conn:
+    with _connection(db_path, write=True, timeout=timeout) as conn:
         _require_version(conn, db_path)
         cursor = conn.execute(
             "UPDATE rewrites SET suspect = ? WHERE id = ? AND suspect = ''",
@@ -141,6 +199,7 @@ def record_compile(
     command: Sequence[str],
     cwd: str,
     context: CompileContext,
+    timeout: float = TIMEOUT_S,
 ) -> None:
     """Remember the regions of `file` (span, text) and the command that compiled them to `output`.
 
@@ -150,18 +209,36 @@ def record_compile(
     """
     if not regions:
         return
+
+    def work() -> None:
+        _record(db_path, file, regions, output, command, cwd, context, timeout)
+
+    _patiently(db_path, timeout, work)
+
+
+def _record(
+    db_path: str,
+    file: str,
+    regions: Sequence[tuple[RegionSpan, str]],
+    output: str,
+    command: Sequence[str],
+    cwd: str,
+    context: CompileContext,
+    timeout: float,
+) -> None:
     file = os.path.normpath(os.path.join(cwd, file))
     output = os.path.normpath(os.path.join(cwd, output))
     compile_row = (dumps(list(command)), cwd, context_to_json(context))
+    _check_not_truncated(db_path)
     if not os.path.exists(db_path):
-        _create(db_path)
+        _create(db_path, timeout)
         from nvcc_opt import paths
 
         if not os.path.exists(paths.accepted_index(db_path)):
             paths.write_accepted_index(db_path, [])  # a new store accepts nothing yet
-    with _connection(db_path, "rw") as conn:
+    with _connection(db_path, write=True, timeout=timeout) as conn:
         if _version(conn) < SCHEMA_VERSION:
-            _create(db_path)
+            _create(db_path, timeout)
         _require_version(conn, db_path)
         if _unchanged(conn, file, regions, output, compile_row):
             return
@@ -178,12 +255,14 @@ def record_compile(
             raise
 
 
-def _create(db: str) -> None:
+def _create(db: str, timeout: float) -> None:
     """Create or upgrade the store: rare, so the migrations module is imported only here."""
     from nvcc_opt.store import migrations
 
     try:
-        migrations.migrate(db)
+        migrations.migrate(db, timeout=timeout)
+    except migrations.MigrationError as exc:
+        _raise(db, exc.reason, exc.cause, exc)
     except StoreError as exc:
         raise FastStoreError(str(exc)) from exc
 

@@ -14,9 +14,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from nvcc_opt.store import connections
 from nvcc_opt.store.errors import StoreError
 
-BUSY_TIMEOUT_S = 30.0
+BUSY_TIMEOUT_S = connections.COMMAND_TIMEOUT_S
 WAL_RETRY_S = 0.01
 
 
@@ -110,14 +111,23 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
 LATEST_VERSION = len(MIGRATIONS)
 
 
-def _connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
+class MigrationError(StoreError):
+    """The store could not be created or upgraded; `cause` as in `connections.cause`."""
+
+    def __init__(self, message: str, reason: str, cause: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.cause = cause
+
+
+def _connect(path: str | os.PathLike[str], timeout: float) -> sqlite3.Connection:
     """A connection in autocommit mode (we issue BEGIN ourselves), WAL, with a busy timeout.
 
     Several processes opening a brand-new store at once (the first parallel build) race to turn
     it to WAL, and SQLite can answer "database is locked" at once there, without waiting out the
     busy timeout (seen in CI with 16 processes): that answer is retried until the timeout."""
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    deadline = time.monotonic() + timeout
     while True:
         try:
             conn.execute("PRAGMA journal_mode=WAL")
@@ -129,22 +139,53 @@ def _connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
             time.sleep(WAL_RETRY_S)
 
 
-def migrate(path: str | os.PathLike[str]) -> int:
+def _current_version(db: Path, timeout: float) -> int | None:
+    """The version of an existing, non-empty store, read without writing; None otherwise."""
+    try:
+        if db.stat().st_size == 0:
+            return None
+    except FileNotFoundError:
+        return None
+    conn = connections.connect(str(db), write=False, timeout=timeout)
+    try:
+        return _version(conn)
+    finally:
+        conn.close()
+
+
+def migrate(path: str | os.PathLike[str], timeout: float | None = None) -> int:
     """Create or upgrade the store at `path`; return its schema version (always the latest).
 
-    Safe when several processes open a new store at once: each step runs under an exclusive lock
-    and re-reads the version after taking it.
+    A store at the latest version is only read, so a read-only store opens. Safe when several
+    processes open a new store at once: each step runs under an exclusive lock and re-reads the
+    version after taking it. `timeout`: the longest wait for a lock (default BUSY_TIMEOUT_S).
     """
     db = Path(path)
+    wait = BUSY_TIMEOUT_S if timeout is None else timeout
+    version: int | None = None
     try:
+        version = _current_version(db, wait)
+        if version is not None:
+            _check_not_newer(version, db)
+            if version == LATEST_VERSION:
+                return version
         db.parent.mkdir(parents=True, exist_ok=True)
-        conn = _connect(db)
+        conn = _connect(db, wait)
         try:
             return _upgrade(conn, db)
         finally:
             conn.close()
     except sqlite3.Error as exc:
-        raise StoreError(f"nvcc-opt store {db}: cannot migrate: {exc}") from exc
+        cause = connections.cause(exc)
+        if cause == connections.READ_ONLY and version:
+            message = (
+                f"nvcc-opt store {db}: schema version {version} is older than this nvcc-opt's"
+                f" {LATEST_VERSION} and cannot be upgraded here ({exc}); run any nvcc-opt"
+                " command as a user who can write it, or use the nvcc-opt that wrote it"
+            )
+        else:
+            message = f"nvcc-opt store {db}: cannot migrate: {exc}"
+        raise MigrationError(message, str(exc), cause) from exc
     except OSError as exc:
         raise StoreError(f"nvcc-opt store {db}: cannot create: {exc}") from exc
 

@@ -19,9 +19,11 @@ from enum import StrEnum
 from sqlalchemy import select
 
 from nvcc_opt.records import NewRewrite, Rewrite, RewriteState
+from nvcc_opt.store import journal
 from nvcc_opt.store.api import (
     _WITH_DECISIONS,
     Store,
+    _columns,
     _new_rewrite_row,
     _rewrite_record,
     content_key,
@@ -64,6 +66,7 @@ def add_or_reopen(store: Store, news: Sequence[NewRewrite], reopen: str | None) 
         raise StoreError(f"nvcc-opt store {store.path}: cannot store rewrite: {exc}") from exc
     added: list[Added] = []
     closed: dict[int, Rewrite] = {}
+    entries: list[journal.Entry] = []  # the journal's copy, written inside the transaction
     with store._session(write=True) as session:
         for index, row in enumerate(rows):
             existing = session.scalars(
@@ -75,27 +78,30 @@ def add_or_reopen(store: Store, news: Sequence[NewRewrite], reopen: str | None) 
                 session.add(row)
                 session.flush()
                 added.append(Added(_rewrite_record(row), Outcome.IMPORTED))
+                entries.append(journal.rewrite_entry(row.id, _columns(row)))
             elif RewriteState(existing.state) not in REOPENABLE:
                 added.append(Added(_rewrite_record(existing), Outcome.PRESENT))
             elif reopen is None:
                 closed[index] = _rewrite_record(existing)
             else:
-                _propose_again(existing, reopen)
+                decision = _propose_again(existing, reopen)
                 session.flush()
                 added.append(Added(_rewrite_record(existing), Outcome.REOPENED))
+                entries.append(journal.decision_entry(existing.content_key, _columns(decision)))
         if closed:  # leaving the transaction by an exception rolls every change back
             raise Closed(f"nvcc-opt store {store.path}: revoked or rejected rewrites", closed)
+        store._journal(session, entries)
     return added
 
 
-def _propose_again(row: RewriteRow, reason: str) -> None:
-    row.decisions.append(
-        DecisionRow(
-            from_state=row.state,
-            to_state=RewriteState.PROPOSED.value,
-            reason=reason,
-            at=now(),
-            forced=False,
-        )
+def _propose_again(row: RewriteRow, reason: str) -> DecisionRow:
+    decision = DecisionRow(
+        from_state=row.state,
+        to_state=RewriteState.PROPOSED.value,
+        reason=reason,
+        at=now(),
+        forced=False,
     )
+    row.decisions.append(decision)
     row.state = RewriteState.PROPOSED.value
+    return decision
