@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nvcc_opt.launcher.plan import Plan, plan
 from nvcc_opt.records import (
@@ -18,7 +18,9 @@ from nvcc_opt.records import (
 )
 from nvcc_opt.regions.scan import scan
 from nvcc_opt.store import accepted
-from nvcc_opt.store.api import Store
+
+if TYPE_CHECKING:
+    from nvcc_opt.store.read import Reads
 
 
 def context_changes(verified: CompileContext | None, now: CompileContext | None) -> list[str]:
@@ -45,19 +47,19 @@ def verified_context(rewrite: Rewrite) -> CompileContext | None:
     return rewrite.context
 
 
-def changed_since_verification(store: Store, rewrite: Rewrite) -> list[str]:
+def changed_since_verification(store: Reads, rewrite: Rewrite) -> list[str]:
     """Context fields in which the latest compile of the rewrite's region text differs from the
     rewrite's verification; [] when never verified or never compiled."""
     last = latest_compile_of(store, rewrite)
     return context_changes(verified_context(rewrite), last.context if last else None)
 
 
-def latest_compile_of(store: Store, rewrite: Rewrite) -> CompileRecord | None:
+def latest_compile_of(store: Reads, rewrite: Rewrite) -> CompileRecord | None:
     """The latest compile the build made of the rewrite's region text."""
     return latest_compile_of_text(store, rewrite.file, rewrite.region_hash)
 
 
-def latest_compile_of_text(store: Store, file: str, text_hash: str) -> CompileRecord | None:
+def latest_compile_of_text(store: Reads, file: str, text_hash: str) -> CompileRecord | None:
     """The latest compile the build made of this region text of `file`."""
     same = [r for r in store.regions(file) if r.text_hash == text_hash]
     compiles = [c for r in same if (c := latest_compile(r)) is not None]
@@ -115,7 +117,7 @@ def _region_row(region: RegionRecord, current: bool, mine: list[Rewrite]) -> dic
     }
 
 
-def status(store: Store) -> dict[str, Any]:
+def status(store: Reads) -> dict[str, Any]:
     """Every region seen (`current`: its latest text) with its rewrites, and the rewrites of
     region text no build has seen."""
     rewrites = store.rewrites()
@@ -246,7 +248,7 @@ def _targets_label(targets: tuple[str, ...]) -> str:
     return ",".join(targets) or "nvcc's default target"
 
 
-def explain(store: Store, file: Path) -> list[str]:
+def explain(store: Reads, file: Path) -> list[str]:
     """One line per region of the file as it is now, plus scan warnings. OSError if unreadable.
 
     What a build applies comes from `accepted.lookup`, the launcher's own look-up, so this says

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from nvcc_opt import report
-from nvcc_opt.cli_common import open_store, user_errors
+from nvcc_opt.cli_common import open_for_reading, user_errors
 
 
 @click.command()
@@ -16,7 +16,7 @@ from nvcc_opt.cli_common import open_store, user_errors
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Every region the build has seen, how it was compiled, and its rewrites."""
-    with open_store(ctx) as store:
+    with open_for_reading(ctx) as store:
         found = user_errors(lambda: report.status(store))
         if as_json:
             click.echo(json.dumps({"store": str(store.path), **found}, indent=2))
@@ -30,6 +30,6 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def explain(ctx: click.Context, file: Path) -> None:
     """Why each region of FILE does or does not get a rewrite."""
-    with open_store(ctx) as store:
+    with open_for_reading(ctx) as store:
         for line in user_errors(lambda: report.explain(store, file)):
             click.echo(line)

@@ -11,11 +11,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nvcc_opt import paths, report
 from nvcc_opt.records import RegionSpan, Rewrite, RewriteState
 from nvcc_opt.regions.scan import region_text, scan
-from nvcc_opt.store.api import Store
+
+if TYPE_CHECKING:
+    from nvcc_opt.store.api import Store
 
 ACTIONS = {
     "accept": RewriteState.ACCEPTED,

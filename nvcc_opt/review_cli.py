@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from nvcc_opt import report
 from nvcc_opt import review as decisions
-from nvcc_opt.cli_common import open_store
+from nvcc_opt.cli_common import open_for_reading, open_store
 from nvcc_opt.records import Rewrite, RewriteState
-from nvcc_opt.store.api import Store, StoreError
+from nvcc_opt.store.errors import StoreError
+
+if TYPE_CHECKING:
+    from nvcc_opt.store.api import Store
+    from nvcc_opt.store.read import Reads
 
 PROMPT = {
     RewriteState.PROPOSED: ("[a]ccept, [r]eject, [s]kip, [q]uit", {"a": "accept", "r": "reject"}),
@@ -55,6 +60,10 @@ def review(
     """
     actions = [("accept", i) for i in accept] + [("reject", i) for i in reject]
     actions += [("revoke", i) for i in revoke]
+    if (list_ or as_json) and not actions:  # only shows: no SQLAlchemy where the store is sound
+        with open_for_reading(ctx) as reader:
+            _list(reader, as_json, all_)
+        return
     with open_store(ctx) as store:
         for action, rewrite_id in actions:
             _decide(store, rewrite_id, action, reason, force)
@@ -64,7 +73,7 @@ def review(
             _interactive(store, all_, reason)
 
 
-def _shown(store: Store, all_: bool) -> list[Rewrite]:
+def _shown(store: Reads, all_: bool) -> list[Rewrite]:
     if all_:
         return store.rewrites()
     return store.rewrites(states=[RewriteState.PROPOSED, RewriteState.ACCEPTED])
@@ -78,7 +87,7 @@ def _line(r: Rewrite) -> str:
     return f"#{r.id} {r.state.value:<8} {r.file} {r.region_name}{flags}{suspect}{marks}"
 
 
-def _list(store: Store, as_json: bool, all_: bool) -> None:
+def _list(store: Reads, as_json: bool, all_: bool) -> None:
     rewrites = _shown(store, all_)
     if as_json:
         click.echo(json.dumps([decisions.summary(r) for r in rewrites], indent=2))
