@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import queue
+import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -100,6 +101,12 @@ def optimize(
         targets = [find_region(r, "REGION") for r in regions] or undecided(store)
         if not targets:
             click.echo("nothing to optimize: build through nvcc-opt first, or name FILE:NAME")
+        elif shutil.which("nvidia-smi") is None:  # said first: the baseline run will tell
+            click.echo(
+                "warning: there is no GPU here (nvidia-smi is not installed): a program that "
+                "needs one can be neither run nor timed, so its regions cannot be optimized here",
+                err=True,
+            )
         configs = _configs(targets, root, cannot)  # before the model: loading one takes a while
         targets = [t for t in targets if t in configs]
         model = _model(spec) if targets else None

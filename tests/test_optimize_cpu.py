@@ -79,7 +79,11 @@ def test_without_a_gpu_it_says_nothing_could_be_run_and_fails(example: Path, exe
     assert "run.sh" in lines[2] and "exited with status 1: CUDA error" in lines[2]
     assert lines[2].endswith("(there is no GPU here: nvidia-smi is not installed)")
     assert _results(done.stdout) == []
-    assert done.stderr.startswith(f"Error: cannot optimize the region: {NOT_RUN[17:]}")
+    said = done.stderr.splitlines()
+    # the first line the user sees says that nothing can be run or timed here, and why
+    assert said[0].startswith("warning: there is no GPU here (nvidia-smi is not installed)")
+    assert "can be neither run nor timed" in said[0]
+    assert said[-1].startswith(f"Error: cannot optimize the region: {NOT_RUN[17:]}")
     assert not (example.parent / "traces").exists()  # the model was never asked
     with Store.open(example.parent / "store.db") as store:
         assert store.rewrites() == []
