@@ -445,3 +445,21 @@ def test_a_compile_typed_at_an_interactive_shell_says_its_notices_every_time(
 ) -> None:
     typed = f'{sys.executable} -c "{ASK}"\n'
     assert _ask(["sh"], tmp_path, stdin=typed * 2) == ["None", "True", "None", "True"]
+
+
+def test_markers_of_builds_long_over_are_removed_when_a_new_one_is_made(tmp_path: Path) -> None:
+    """The markers do not pile up: one older than a week goes when a build next says something;
+    a recent one (a build that may still run) stays."""
+    from nvcc_opt.launcher import once
+
+    folder = tmp_path / f"nvcc-opt-{os.getuid()}" / "said"
+    folder.mkdir(parents=True)
+    old, recent = folder / "a", folder / "b"
+    old.touch()
+    recent.touch()
+    week_ago = time.time() - once.STALE_S - 60
+    os.utime(old, (week_ago, week_ago))
+    through_shell = ["sh", "-c", f'env {sys.executable} -c "{ASK}"']
+    assert _ask(through_shell, tmp_path)[1] == "True"
+    left = {p.name for p in folder.iterdir()}
+    assert "a" not in left and "b" in left and len(left) == 2  # the recent one and the new one

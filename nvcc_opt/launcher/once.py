@@ -5,11 +5,14 @@ A build is its driver process: the nearest ancestor of the launcher that is not 
 a later process of the same number by its start time. Markers live in
 `$TMPDIR/nvcc-opt-<uid>/said/`, not beside the store (a read-only store's folder takes none).
 A compile run by hand from an interactive shell has no driver: it says its notices every time.
+Markers older than a week are removed whenever a new one is made (only a build that had something
+to say pays for that).
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 from nvcc_opt._sha import sha256
 
@@ -34,6 +37,7 @@ WRAPPERS = frozenset(
     }
 )
 MAX_DEPTH = 32
+STALE_S = 7 * 24 * 3600  # a marker this old belongs to a build long over
 
 
 def _stat(pid: int) -> tuple[str, int, str] | None:
@@ -113,4 +117,20 @@ def first_time(message: str) -> bool:
     except OSError:
         return True
     os.close(fd)
+    _sweep(folder)
     return True
+
+
+def _sweep(folder: str) -> None:
+    """Remove markers older than STALE_S: their builds are over."""
+    oldest = time.time() - STALE_S
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    if entry.stat().st_mtime < oldest:
+                        os.unlink(entry.path)
+                except OSError:
+                    continue
+    except OSError:
+        return
