@@ -21,17 +21,15 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from nvcc_opt import paths
 from nvcc_opt.records import (
     ALLOWED_TRANSITIONS,
-    CompileRecord,
-    Decision,
     NewRewrite,
     RegionRecord,
     Rewrite,
     RewriteState,
     Verification,
 )
-from nvcc_opt.store import connections, damage, journal, migrations
+from nvcc_opt.store import connections, damage, decode, journal, migrations
 from nvcc_opt.store.errors import InvalidTransition, NotFound, StoreDamaged, StoreError
-from nvcc_opt.store.fast import context_from_json, context_to_json, dumps, now
+from nvcc_opt.store.fast import context_to_json, dumps, now
 from nvcc_opt.store.schema import DecisionRow, RegionRow, RewriteRow, VerificationRow
 
 __all__ = ["InvalidTransition", "NotFound", "Store", "StoreDamaged", "StoreError"]
@@ -385,70 +383,13 @@ def _new_rewrite_row(new: NewRewrite, key: str) -> RewriteRow:
 
 
 def _region_record(row: RegionRow) -> RegionRecord:
-    return RegionRecord(
-        id=row.id,
-        file=row.file,
-        name=row.name,
-        kind=row.kind,
-        start_line=row.start_line,
-        end_line=row.end_line,
-        text_hash=row.text_hash,
-        text=row.text,
-        first_seen=row.first_seen,
-        last_seen=row.last_seen,
-        compiles=tuple(
-            CompileRecord(
-                output=c.output,
-                command=tuple(json.loads(c.command)),
-                cwd=c.cwd,
-                context=context_from_json(c.context),
-                last_seen=c.last_seen,
-            )
-            for c in row.compiles
-        ),
-    )
+    compiles = [decode.compile_record(_columns(c)) for c in row.compiles]
+    return decode.region_record(_columns(row), compiles)
 
 
 def _rewrite_record(row: RewriteRow) -> Rewrite:
-    return Rewrite(
-        id=row.id,
-        file=row.file,
-        region_name=row.region_name,
-        region_hash=row.region_hash,
-        code=row.code,
-        explanation=row.explanation,
-        compile_args=tuple(json.loads(row.compile_args)),
-        targets=None if row.targets is None else tuple(json.loads(row.targets)),
-        context=None if row.context is None else context_from_json(row.context),
-        statistics=json.loads(row.statistics),
-        model=row.model,
-        trace=json.loads(row.trace),
-        origin=row.origin,
-        state=RewriteState(row.state),
-        suspect=row.suspect,
-        created_at=row.created_at,
-        decisions=tuple(
-            Decision(
-                rewrite_id=row.id,
-                from_state=RewriteState(d.from_state),
-                to_state=RewriteState(d.to_state),
-                reason=d.reason,
-                at=d.at,
-                forced=d.forced,
-            )
-            for d in row.decisions
-        ),
-        verifications=tuple(
-            Verification(
-                rewrite_id=row.id,
-                at=v.at,
-                passed=v.passed,
-                status=v.status,
-                reasons=tuple(json.loads(v.reasons)),
-                statistics=json.loads(v.statistics),
-                context=None if v.context is None else context_from_json(v.context),
-                machine=v.machine,
-            )
-            for v in row.verifications
-        ),
+    return decode.rewrite_record(
+        _columns(row),
+        [decode.decision_record(_columns(d)) for d in row.decisions],
+        [decode.verification_record(_columns(v)) for v in row.verifications],
     )
