@@ -18,12 +18,8 @@
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
-mkdir -p /tmp/bin
-printf '#!%s\nfrom nvcc_opt.entry import main\nmain()\n' "$(command -v python3)" >/tmp/bin/nvcc-opt
-chmod +x /tmp/bin/nvcc-opt
-export PATH="/tmp/bin:$PATH" NVCC_OPT_STORE=/tmp/state/store.db XDG_CACHE_HOME=/tmp/cache
+source benchmarks/gpu_env.sh
+export NVCC_OPT_STORE=/tmp/state/store.db XDG_CACHE_HOME=/tmp/cache
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nvcc --version | tail -2;
   cmake --version | head -1; python3 --version; } >"$OUT/machine.txt" 2>&1
 

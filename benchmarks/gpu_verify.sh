@@ -10,12 +10,7 @@
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
-mkdir -p /tmp/bin
-printf '#!%s\nfrom nvcc_opt.entry import main\nmain()\n' "$(command -v python3)" >/tmp/bin/nvcc-opt
-chmod +x /tmp/bin/nvcc-opt
-export PATH="/tmp/bin:$PATH"
+source benchmarks/gpu_env.sh
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nvcc --version | tail -2;
   python3 --version; nproc; } >"$OUT/machine.txt" 2>&1
 parts="${PARTS:-redteam}"
