@@ -5,6 +5,7 @@ CMake, Ninja and SQLite)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -96,17 +97,36 @@ def _objects(build: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 def held_lock(store_env: Path) -> Iterator[None]:
+    with holding_lock(store_env):
+        yield
+
+
+@contextlib.contextmanager
+def holding_lock(db: Path) -> Iterator[None]:
+    """Another process holds the store's exclusive lock until the block ends."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(store_env)],
+        [sys.executable, "-c", HOLDER, str(db)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-    yield
-    assert holder.stdin is not None
-    holder.stdin.close()
-    holder.wait(timeout=10)
+    try:
+        yield
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=10)
+
+
+def two_tagged_files(tmp_path: Path) -> tuple[Path, Path]:
+    """A CMake project of two tagged files: (source folder, build folder)."""
+    src, build = tmp_path / "src", tmp_path / "build"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(CMAKE)
+    for name in "ab":
+        (src / f"{name}.cu").write_text(source(name))
+    return src, build
 
 
 @pytest.mark.slow
@@ -114,11 +134,7 @@ def held_lock(store_env: Path) -> Iterator[None]:
 def test_a_held_lock_costs_a_build_little_compiles_the_originals_and_says_so_once(
     tmp_path: Path, exe: str, store_env: Path, request: pytest.FixtureRequest
 ) -> None:
-    src, build = tmp_path / "src", tmp_path / "build"
-    src.mkdir()
-    (src / "CMakeLists.txt").write_text(CMAKE)
-    for name in "ab":
-        (src / f"{name}.cu").write_text(source(name))
+    src, build = two_tagged_files(tmp_path)
     _configure(src, build, exe)
     _build(build)
     originals = _objects(build)
@@ -145,25 +161,12 @@ def test_a_held_lock_costs_a_build_little_compiles_the_originals_and_says_so_onc
 def test_after_the_lock_is_released_the_next_build_applies_the_rewrites(
     tmp_path: Path, exe: str, store_env: Path
 ) -> None:
-    src, build = tmp_path / "src", tmp_path / "build"
-    src.mkdir()
-    (src / "CMakeLists.txt").write_text(CMAKE)
+    src, build = two_tagged_files(tmp_path)
     for name in "ab":
-        (src / f"{name}.cu").write_text(source(name))
         accept(store_env, src / f"{name}.cu")
     _configure(src, build, exe)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(store_env)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
-    try:
+    with holding_lock(store_env):
         _, output = _build(build)
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(timeout=10)
     assert output.count(NOTICE) == 1 and all(b"-original" in o for o in _objects(build).values())
     _, output = _build(build)
     assert NOTICE not in output
