@@ -107,10 +107,13 @@ def _last_line(text: str) -> str:
     return lines[-1][:200] if lines else ""
 
 
+def no_gpu_here() -> bool:
+    """No GPU driver tools on PATH: a program that needs a GPU cannot run here."""
+    return shutil.which("nvidia-smi") is None
+
+
 def _gpu_note() -> str:
-    if shutil.which("nvidia-smi") is None:
-        return " (there is no GPU here: nvidia-smi is not installed)"
-    return ""
+    return " (there is no GPU here: nvidia-smi is not installed)" if no_gpu_here() else ""
 
 
 def optimize_region(

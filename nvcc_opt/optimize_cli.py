@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import queue
-import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +17,7 @@ from nvcc_opt.agent.model import Model, ModelError
 from nvcc_opt.agent.prompt import PromptError
 from nvcc_opt.cli_common import open_store
 from nvcc_opt.config import ConfigError, ProjectConfig, find_root, load
-from nvcc_opt.optimize import CannotRun, RegionResult, optimize_region
+from nvcc_opt.optimize import CannotRun, RegionResult, no_gpu_here, optimize_region
 from nvcc_opt.records import RewriteState
 from nvcc_opt.store.api import Store
 from nvcc_opt.tools.catalog import OPTIONAL_TOOLS, TOOL_NAMES, launcher_path
@@ -101,7 +100,7 @@ def optimize(
         targets = [find_region(r, "REGION") for r in regions] or undecided(store)
         if not targets:
             click.echo("nothing to optimize: build through nvcc-opt first, or name FILE:NAME")
-        elif shutil.which("nvidia-smi") is None:  # said first: the baseline run will tell
+        elif no_gpu_here():  # said first: the baseline run will tell
             click.echo(
                 "warning: there is no GPU here (nvidia-smi is not installed): a program that "
                 "needs one can be neither run nor timed, so its regions cannot be optimized here",
