@@ -213,8 +213,7 @@ def execute(tagged: Tagged) -> int:
     try:
         stamps = _stamps(tagged)
     except Exception as exc:  # fail open (candidate mode: fail closed)
-        then = "failing the candidate" if tagged.candidate else "compiling the original"
-        notice(f"internal error ({type(exc).__name__}: {exc}); {then}")
+        _internal_error(tagged, exc)
         return 1 if tagged.candidate else _call(original)
     copy: str | None = None
     if tagged.plan.applied:
@@ -264,9 +263,13 @@ def _try_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
     try:
         return _compile_substituted(tagged)
     except Exception as exc:  # fail open (candidate mode: fail closed)
-        then = "failing the candidate" if tagged.candidate else "compiling the original"
-        notice(f"internal error ({type(exc).__name__}: {exc}); {then}")
+        _internal_error(tagged, exc)
         return None, 1, ""
+
+
+def _internal_error(tagged: Tagged, exc: Exception) -> None:
+    then = "failing the candidate" if tagged.candidate else "compiling the original"
+    notice(f"internal error ({type(exc).__name__}: {exc}); {then}")
 
 
 def quote_include(source: str) -> str:
