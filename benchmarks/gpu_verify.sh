@@ -6,7 +6,7 @@
 #             narrows it (-k), REDTEAM_S bounds it (default 520 s)
 #   smoke     benchmarks/verify_smoke.py on two honest rewrites and a state cheat
 #   overhead  benchmarks/verify_overhead.py (target: the newer checks < 25% of a verification)
-# Wheels the machine lacks travel in .whl/ (as for gpu_session.sh).
+# Wheels the machine lacks travel in .whl/; gpu_env.sh installs them (as for gpu_session.sh).
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
 mkdir -p "$OUT"
