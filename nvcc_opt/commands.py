@@ -55,4 +55,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nvcc_opt.cmake_cli:cmake_dir_command",
         "Print the folder of NvccOpt.cmake, for list(APPEND CMAKE_MODULE_PATH ...).",
     ),
+    "train": (
+        "nvcc_opt.train_cli:train",
+        "Problem sets, teacher traces, distillation and evaluation (pip install ./training).",
+    ),
 }

