@@ -118,7 +118,10 @@ def build_app(app: Path, scratch: Path, cmake_args: Sequence[str], parallel: int
         config = config.model_copy(update={"root": copy.resolve()})
         build_dir = config.build_dir
         build_dir.mkdir(parents=True, exist_ok=True)
-    _step("build", config.render_build(build_dir), config.root, env, config.build.timeout_s)
+    try:
+        _step("build", config.render_build(build_dir), config.root, env, config.build.timeout_s)
+    except AppFailed as exc:  # name the app's files as the problem has them
+        raise AppFailed(str(exc).replace(f"{config.root}{os.sep}", "")) from exc
     return Built(config, build_dir)
 
 
