@@ -103,19 +103,21 @@ def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
-def kernel_texts(text: str) -> dict[str, str]:
-    """name -> text (signature to closing brace) of each `__global__` function defined in
-    `text` (comments blanked)."""
+def kernel_texts(text: str) -> list[tuple[str, str]]:
+    """(name, text from `__global__` to the closing brace) of each `__global__` function defined
+    in `text` (comments blanked), every definition of a name (overloads, #if branches)."""
     code = code_only(text)
-    found: dict[str, str] = {}
-    for kernel in kernels(_DIRECTIVE.sub("", code))[0]:
-        match = re.search(rf"__global__[^;{{}}]*?\b{re.escape(kernel.name)}\s*\(", code)
-        if match is None:
-            continue
-        body = code.find("{", match.end())
-        end = _closing(code, body) if body >= 0 else -1
-        if end > 0 and kernel.name not in found:
-            found[kernel.name] = code[match.start() : end + 1]
+    found: list[tuple[str, str]] = []
+    for name in dict.fromkeys(k.name for k in kernels(_DIRECTIVE.sub("", code))[0]):
+        pattern = rf"__global__[^;{{}}]*?\b{re.escape(name)}\s*\((?:[^(){{}};]|\([^()]*\))*\)"
+        for match in re.finditer(pattern, code):
+            body = code.find("{", match.end())
+            gap = code[match.end() : body] if body >= 0 else ";"
+            if ";" in gap:  # a declaration
+                continue
+            end = _closing(code, body)
+            if end > 0:
+                found.append((name, code[match.start() : end + 1]))
     return found
 
 
@@ -168,8 +170,9 @@ class Exclusion:
             if where is not None:
                 self.matched["name"] += 1
                 return f"excluded: kernel {kernel} is an evaluation kernel ({where})"
-        units = {"the region": problem.region_text, **kernel_texts(problem.region_text)}
-        for what, text in units.items():
+        units = [("the region", problem.region_text)]
+        units += [(f"kernel {name}", body) for name, body in kernel_texts(problem.region_text)]
+        for what, text in units:
             found = self.similar(text)
             if found is not None:
                 self.matched["similar"] += 1
@@ -239,12 +242,13 @@ def read_folder(folder: Path) -> tuple[dict[str, str], list[Text]]:
         rel = path.relative_to(folder).as_posix()
         data = path.read_bytes()
         text = data.decode("utf-8", errors="replace")
-        units = {f"{folder.name}/{rel}:{name}": body for name, body in kernel_texts(text).items()}
-        for name in units:
-            names.setdefault(normalize(name.rsplit(":", 1)[1]), f"in {name.rsplit(':', 1)[0]}")
+        defined = kernel_texts(text)
+        for name, _ in defined:
+            names.setdefault(normalize(name), f"in {folder.name}/{rel}")
+        units = [(f"{folder.name}/{rel}:{name}", body) for name, body in defined]
         for span in scan(data).regions:
-            units[f"{folder.name}/{rel} region {span.name}"] = region_text(data, span)
-        for label, body in units.items():
+            units.append((f"{folder.name}/{rel} region {span.name}", region_text(data, span)))
+        for label, body in units:
             raw, shape = shingles(body)
             if len(shape) >= MIN_SHINGLES:
                 texts.append(Text(label, raw, shape))
