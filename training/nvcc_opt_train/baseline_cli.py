@@ -50,7 +50,11 @@ def baseline(
     within_s: float | None,
     cmake_args: tuple[str, ...],
 ) -> None:
-    """Measure each problem's baseline of SET on the GPU, appending to SET/baselines.jsonl."""
+    """Measure each problem's baseline on the GPUs (resumable).
+
+    Appends one row per problem of SET to SET/baselines.jsonl; problems already there are not
+    measured again, so a rerun continues where a call stopped.
+    """
     try:
         opened = ProblemSet.open(problem_set)
         listed = appcheck.gpus_here()

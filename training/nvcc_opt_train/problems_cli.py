@@ -116,7 +116,12 @@ def problems(
     exclude_from: tuple[Path, ...],
     only: str | None,
 ) -> None:
-    """Make a problem set in OUT (a new folder, or a half-written one to resume)."""
+    """Make a problem set (HeCBench, the suite, a folder of apps, or synthetic kernels).
+
+    OUT is a new folder, or a half-written set (a killed run) to resume with the same options.
+    SOURCE is the folder --from hecbench, suite or apps imports. Evaluation kernels (RAJAPerf's,
+    LULESH's, and those of each --exclude-from folder) are always kept out of training.
+    """
     started = time.monotonic()
     names = tuple(n.strip() for n in (only or "").split(",") if n.strip())
     described = _source(kind, source, model, count, corpus, seed, names)
