@@ -75,9 +75,14 @@ def renamed(text: str) -> str:
 
 def problem(text: str, kernels: tuple[str, ...] = ("k",)) -> Problem:
     return Problem(
-        id="apps-x", source="apps", benchmark="x", regions=("k.cu:x",), kernels=kernels,
-        kind="app", region_text=text,
-    )  # fmt: skip
+        id="apps-x",
+        source="apps",
+        benchmark="x",
+        regions=("k.cu:x",),
+        kernels=kernels,
+        kind="app",
+        region_text=text,
+    )
 
 
 @pytest.fixture
@@ -146,8 +151,10 @@ def test_distinct_suite_kernels_do_not_match_each_other() -> None:
 
 
 def test_exclude_from_reads_names_and_rejects_a_missing_folder(tmp_path: Path) -> None:
-    (tmp_path / "k.cuh").write_text("template <int B>\n__global__ void __launch_bounds__(B)\n"
-                                    "Tiled_Kernel(float* x) { x[0] = 1.0f; }\n")  # fmt: skip
+    (tmp_path / "k.cuh").write_text(
+        "template <int B>\n__global__ void __launch_bounds__(B)\n"
+        "Tiled_Kernel(float* x) { x[0] = 1.0f; }\n"
+    )
     names, _ = read_folder(tmp_path)
     assert "tiled" in names
     with pytest.raises(ExclusionError, match="no such folder"):
@@ -189,8 +196,9 @@ def test_the_command_skips_evaluation_kernels_and_records_it(tmp_path: Path) -> 
     app_with_kernel(apps, "copied", "axpy_again")
     (apps / "copied" / "src" / "main.cu").write_text(
         (apps / "copied" / "src" / "main.cu").read_text()
-        + "\n// @optimize begin extra\n" + renamed(REFERENCE).split("\n", 1)[1]
-    )  # fmt: skip
+        + "\n// @optimize begin extra\n"
+        + renamed(REFERENCE).split("\n", 1)[1]
+    )
     evalfolder = tmp_path / "evalkernels"
     evalfolder.mkdir()
     (evalfolder / "smooth.cu").write_text(REFERENCE)

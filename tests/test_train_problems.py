@@ -130,8 +130,21 @@ def test_run_check_requires_a_passing_run(tmp_path: Path) -> None:
 def test_a_killed_run_is_resumed_and_keeps_what_builds(tmp_path: Path) -> None:
     """The build check, through a run killed after its first app and the rerun that finishes."""
     out = tmp_path / "set"
-    argv = [sys.executable, "-m", "nvcc_opt", "train", "problems", str(out), "--from", "suite",
-            str(APPS), "--check", "build", "--jobs", "1"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "nvcc_opt",
+        "train",
+        "problems",
+        str(out),
+        "--from",
+        "suite",
+        str(APPS),
+        "--check",
+        "build",
+        "--jobs",
+        "1",
+    ]
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'training'}"}
     process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     first = out / ".check" / "suite-blur.json"

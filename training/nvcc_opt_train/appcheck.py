@@ -16,7 +16,6 @@ import json
 import os
 import queue
 import shutil
-import subprocess
 import time
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
@@ -126,16 +125,11 @@ def build_app(app: Path, scratch: Path, cmake_args: Sequence[str], parallel: int
 
 
 def _step(what: str, argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> None:
-    try:
-        done = subprocess.run(
-            argv, cwd=cwd, env=env, capture_output=True, text=True, errors="replace",
-            timeout=timeout_s, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired as exc:
-        raise AppFailed(f"{what}: did not finish within {timeout_s:g} s") from exc
-    except OSError as exc:
-        raise AppFailed(f"{what}: cannot run {argv[0]}: {exc.strerror or exc}") from exc
-    if done.returncode != 0:
+    """One configure or build command, its whole process group ended at the timeout."""
+    done = ProcessRunner().run(argv, cwd=cwd, env=env, timeout_s=timeout_s, sandbox=False)
+    if done.timed_out:
+        raise AppFailed(f"{what}: did not finish within {timeout_s:g} s")
+    if done.exit_status != 0:
         errors = trim_errors(done.stdout + "\n" + done.stderr, source=None, region_lines=None)
         first = next((line for line in errors.splitlines() if line.strip()), "no output")
         raise AppFailed(f"{what} failed: {_first(first)}")

@@ -157,9 +157,8 @@ def problems(
         click.echo(f"interrupted: {out} is half-written; run the same command to resume", err=True)
         raise SystemExit(130) from None
     except (ValueError, OSError) as exc:
-        raise click.ClickException(
-            f"{out}: {exc} (the set is half-written; fix and rerun)"
-        ) from exc
+        left = f" ({out} is half-written: rerun the same command)" if out.exists() else ""
+        raise click.ClickException(f"{exc}{left}") from exc
     order = {p.id: i for i, p in enumerate(kept)}
     final = splits.assign(sorted(checked, key=lambda p: order[p.id]), split_mode, eval_share)
     write_atomic(out / SKIPPED, "".join(_line(s.to_row()) for s in skips))
