@@ -18,7 +18,7 @@ import queue
 import shutil
 import time
 import tomllib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,29 +197,30 @@ def build_then_run(
         finally:
             free.put(gpu)
 
-    with (
-        ThreadPoolExecutor(max(1, jobs)) as builds,
-        ThreadPoolExecutor(free.qsize()) as runs,
-    ):
-        waiting: dict[Future[Any], Problem] = {builds.submit(build, p): p for p in problems}
-        try:
-            while waiting:
-                done, _ = wait(waiting, return_when=FIRST_COMPLETED)
-                for future in done:
-                    problem = waiting.pop(future)
-                    try:
-                        value = future.result()
-                    except AppFailed as exc:
-                        yield problem, exc
-                        continue
-                    if run is not None and isinstance(value, Built):
-                        waiting[runs.submit(on_a_gpu, problem, value)] = problem
-                    else:
-                        yield problem, value
-        except BaseException:
-            for future in waiting:
-                future.cancel()
-            raise
+    builds = ThreadPoolExecutor(max(1, jobs))
+    runs = ThreadPoolExecutor(free.qsize())
+    waiting: dict[Future[Any], Problem] = {builds.submit(build, p): p for p in problems}
+    finished = False
+    try:
+        while waiting:
+            done, _ = wait(waiting, return_when=FIRST_COMPLETED)
+            for future in done:
+                problem = waiting.pop(future)
+                try:
+                    value = future.result()
+                except AppFailed as exc:
+                    yield problem, exc
+                    continue
+                if run is not None and isinstance(value, Built):
+                    waiting[runs.submit(on_a_gpu, problem, value)] = problem
+                else:
+                    yield problem, value
+        finished = True
+    finally:
+        # Stopped early (Ctrl-C, the caller gone): start nothing more and return at once; the
+        # builds and runs in flight end by themselves (their timeouts bound them).
+        for pool in (builds, runs):
+            pool.shutdown(wait=finished, cancel_futures=True)
 
 
 def check_problems(
@@ -230,9 +231,10 @@ def check_problems(
     if options.level == "none":
         yield from ((p, None) for p in problems)
         return
+    shared = shared_key(root)
     pending = []
     for problem in problems:
-        cached = _cached(root, problem, options)
+        cached = _cached(root, problem, options, shared)
         if cached is None:
             pending.append(problem)
         else:
@@ -257,21 +259,30 @@ def check_problems(
             say(f"{problem.id}: builds, runs and passes ({outcome:.3g} ms)")
         else:
             say(f"{problem.id}: builds")
-        _store(root, problem, options, why)
+        _store(root, problem, options, shared, why)
         yield problem, why
 
 
-def _cache_key(root: Path, problem: Problem, options: CheckOptions) -> str:
-    shared = [
-        app_hash(folder)
+def shared_key(root: Path) -> str:
+    """A hash of the set's shared folders (problems/ folders that are not apps, such as the
+    suite's common/): what apps include from beside them is part of what a check judged."""
+    return _hash_all(
+        folder
         for folder in sorted((root / PROBLEMS).iterdir())
         if folder.is_dir() and not (folder / CONFIG_NAME).is_file()
-    ]  # what apps include from beside them (the suite's common/)
-    parts = [app_hash(root / problem.app), *shared, options.level, *options.cmake_args]
+    )
+
+
+def _hash_all(folders: Iterable[Path]) -> str:
+    return hashlib.sha256("\x00".join(app_hash(f) for f in folders).encode()).hexdigest()
+
+
+def _cache_key(root: Path, problem: Problem, options: CheckOptions, shared: str) -> str:
+    parts = [app_hash(root / problem.app), shared, options.level, *options.cmake_args]
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
 
 
-def _cached(root: Path, problem: Problem, options: CheckOptions) -> str | None:
+def _cached(root: Path, problem: Problem, options: CheckOptions, shared: str) -> str | None:
     """The cached verdict ("" for a pass, else the reason), or None when there is none for this
     app's content, level and CMake arguments."""
     path = root / CHECK_DIR / f"{problem.id}.json"
@@ -279,15 +290,17 @@ def _cached(root: Path, problem: Problem, options: CheckOptions) -> str | None:
         row = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(row, dict) or row.get("key") != _cache_key(root, problem, options):
+    if not isinstance(row, dict) or row.get("key") != _cache_key(root, problem, options, shared):
         return None
     return str(row.get("reason") or "")
 
 
-def _store(root: Path, problem: Problem, options: CheckOptions, why: str | None) -> None:
+def _store(
+    root: Path, problem: Problem, options: CheckOptions, shared: str, why: str | None
+) -> None:
     row = {
         "id": problem.id,
-        "key": _cache_key(root, problem, options),
+        "key": _cache_key(root, problem, options, shared),
         "level": options.level,
         "ok": why is None,
         "reason": why or "",

@@ -162,7 +162,8 @@ def problems(
     order = {p.id: i for i, p in enumerate(kept)}
     final = splits.assign(sorted(checked, key=lambda p: order[p.id]), split_mode, eval_share)
     write_atomic(out / SKIPPED, "".join(_line(s.to_row()) for s in skips))
-    record = _record(options, bool(gpus_listed), exclusion, len(imported), split_mode, eval_share)
+    candidates = sum(1 for item in imported if isinstance(item, Problem))
+    record = _record(options, bool(gpus_listed), exclusion, candidates, split_mode, eval_share)
     problem_set.finish(final, record)
     _summary(out, imported, final, skips, options, bool(gpus_listed), time.monotonic() - started)
 
