@@ -128,41 +128,44 @@ def test_run_check_requires_a_passing_run(tmp_path: Path) -> None:
 @pytest.mark.slow
 @needs_nvcc
 def test_a_killed_run_is_resumed_and_keeps_what_builds(tmp_path: Path) -> None:
-    """The build check, through a run killed after its first app and the rerun that finishes."""
+    """The build check, through a run interrupted (Ctrl-C) after its first app, a rerun killed
+    after its second, and the rerun that finishes."""
     out = tmp_path / "set"
-    argv = [
-        sys.executable,
-        "-m",
-        "nvcc_opt",
-        "train",
-        "problems",
-        str(out),
-        "--from",
-        "suite",
-        str(APPS),
-        "--check",
-        "build",
-        "--jobs",
-        "1",
-    ]
+    args = ["--from", "suite", str(APPS), "--check", "build", "--jobs", "1"]
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'training'}"}
-    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    def stopped_after(app: str, sig: signal.Signals) -> tuple[int, str]:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "nvcc_opt", "train", "problems", str(out), *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        checked = out / ".check" / f"suite-{app}.json"
+        deadline = time.monotonic() + 300
+        while not checked.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(sig)
+        output, _ = process.communicate()
+        assert checked.exists(), output
+        with pytest.raises(ProblemSetError, match="half-written"):
+            ProblemSet.open(out)
+        return process.returncode, output
+
+    code, output = stopped_after("blur", signal.SIGINT)
+    assert code == 130 and "interrupted: " in output and "run the same command to resume" in output
     first = out / ".check" / "suite-blur.json"
-    deadline = time.monotonic() + 300
-    while not first.exists() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert first.exists()
-    with pytest.raises(ProblemSetError, match="half-written"):
-        ProblemSet.open(out)
     kept = first.read_text()
+    code, _ = stopped_after("broken", signal.SIGKILL)
+    assert code == -signal.SIGKILL and first.read_text() == kept
     code, output = problems(str(out), "--from", "suite", "--only", "blur", str(APPS))
     assert code == 1 and "made from other sources" in output
     code, output = problems(str(out), "--from", "suite", str(APPS), "--check", "build")
     assert code == 0, output
     assert first.read_text() == kept  # its check was not redone
-    assert "suite-blur: builds" not in output and "suite-saxpy: builds" in output
+    assert "suite-saxpy: builds" in output
+    assert "suite-blur: builds" not in output and "suite-broken: build" not in output
     made = ProblemSet.open(out)
     assert sorted(p.id for p in made.problems()) == ["suite-blur", "suite-saxpy"]
     assert made.skipped() == [{"source": "suite", "name": "broken", "reason": BROKEN}]
