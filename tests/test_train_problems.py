@@ -184,3 +184,17 @@ def test_a_killed_run_is_resumed_and_keeps_what_builds(tmp_path: Path) -> None:
     code, output = problems(str(out), "--from", "suite", str(APPS), "--check", "build")
     assert code == 1 and "already a complete problem set" in output
     assert before == {p: p.stat().st_mtime_ns for p in out.glob("*.json*")}
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_an_app_without_cmake_is_built_in_a_copy_with_its_own_command(tmp_path: Path) -> None:
+    out = tmp_path / "set"
+    args = ["--from", "apps", str(APPS), "--only", "vecadd_make", "--check", "run", "--gpus", "0"]
+    code, output = problems(str(out), *args)
+    assert code == 0, output
+    (made,) = ProblemSet.open(out).problems()
+    assert made.id == "apps-vecadd_make" and made.regions == ("main.cu:vecadd",)
+    assert "apps-vecadd_make: builds, runs and passes (0.75 ms)" in output
+    assert (out / ".check" / "apps-vecadd_make" / "tree" / "main").is_file()
+    assert not (out / "problems" / "apps-vecadd_make" / "main").exists()  # the app stays clean

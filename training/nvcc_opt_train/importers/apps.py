@@ -99,16 +99,18 @@ def _import(
 
 
 def _build_dir(app: Path) -> str | None:
-    """The app's `[build] dir` when it lies inside the app (not copied), else None."""
+    """The app's `[build] dir` when it is a folder inside the app (not copied), else None (the
+    app itself, as a Makefile that builds beside its sources, or somewhere outside)."""
     try:
         data = tomllib.loads((app / CONFIG_NAME).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return "build"  # the default; the build check reports the file's own error
     build = data.get("build", {})
     name = build.get("dir", "build") if isinstance(build, dict) else "build"
-    if not isinstance(name, str) or os.path.isabs(name) or name.startswith(".."):
+    if not isinstance(name, str) or os.path.isabs(name):
         return None
-    return name
+    name = os.path.normpath(name)
+    return None if name == "." or name.startswith("..") else name  # builds beside its sources
 
 
 def _region_text(path: Path, region: str) -> str:
