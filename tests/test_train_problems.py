@@ -176,7 +176,8 @@ def test_a_killed_run_is_resumed_and_keeps_what_builds(tmp_path: Path) -> None:
     if not gpu_available():
         assert "check: build only; not run: no GPU here" in output.splitlines()[-2:]
     assert "skipped: 1: 1 build failed" in output
-    assert "candidates: 3; problems: 2 (train 2, eval 0)" in output
+    assert "candidates: 3 from 3 benchmarks; problems: 2 (train 2, eval 0) from 2" in output
+    assert made.manifest["summary"]["skipped_by_class"] == {"build failed": 1}
     rows = [json.loads(line) for line in (out / "train.jsonl").read_text().splitlines()]
     assert {r["app"] for r in rows} == {"problems/suite-blur", "problems/suite-saxpy"}
     # a complete set is refused, nothing rewritten

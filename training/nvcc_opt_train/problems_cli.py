@@ -27,6 +27,7 @@ from nvcc_opt_train.importers import Skip
 from nvcc_opt_train.problemset import (
     PROBLEMS,
     SKIPPED,
+    SPLITS,
     Problem,
     ProblemSet,
     ProblemSetError,
@@ -164,8 +165,9 @@ def problems(
     write_atomic(out / SKIPPED, "".join(_line(s.to_row()) for s in skips))
     candidates = sum(1 for item in imported if isinstance(item, Problem))
     record = _record(options, bool(gpus_listed), exclusion, candidates, split_mode, eval_share)
-    problem_set.finish(final, record)
-    _summary(out, imported, final, skips, options, bool(gpus_listed), time.monotonic() - started)
+    summary = summarize(imported, final, skips, time.monotonic() - started)
+    problem_set.finish(final, {**record, "summary": summary})
+    _print_summary(out, summary, options, bool(gpus_listed))
 
 
 def _imported(items: Imported, out: Path, fresh: bool) -> list[Problem | Skip]:
@@ -293,26 +295,39 @@ def reason_class(reason: str) -> str:
     return head.strip() if colon and 0 < len(head.split()) <= 4 else "other"
 
 
-def _summary(
-    out: Path,
-    imported: list[Problem | Skip],
-    final: list[Problem],
-    skips: list[Skip],
-    options: appcheck.CheckOptions,
-    gpu_here: bool,
-    seconds: float,
-) -> None:
+def summarize(
+    imported: list[Problem | Skip], final: list[Problem], skips: list[Skip], seconds: float
+) -> dict[str, Any]:
+    """The counts the manifest keeps under "summary" and the command prints."""
     per_split = Counter(p.split for p in final)
-    classes = Counter(reason_class(s.reason) for s in skips)
+    names = {
+        (item.source, item.benchmark if isinstance(item, Problem) else item.name)
+        for item in imported
+    }
+    return {
+        "candidates": len(imported),
+        "benchmarks": len(names),
+        "benchmarks_kept": len({(p.source, p.benchmark) for p in final}),
+        "problems": {name: per_split[name] for name in SPLITS},
+        "skipped": len(skips),
+        "skipped_by_class": dict(Counter(reason_class(s.reason) for s in skips).most_common()),
+        "seconds": round(seconds, 1),
+    }
+
+
+def _print_summary(
+    out: Path, summary: dict[str, Any], options: appcheck.CheckOptions, gpu_here: bool
+) -> None:
+    counts = summary["problems"]
     click.echo(f"{out}: complete")
-    split = f"train {per_split['train']}, eval {per_split['eval']}"
     click.echo(
-        f"candidates: {len(imported)}; problems: {len(final)} ({split}); skipped: {len(skips)}"
+        f"candidates: {summary['candidates']} from {summary['benchmarks']} benchmarks; problems: "
+        f"{sum(counts.values())} (train {counts['train']}, eval {counts['eval']}) from "
+        f"{summary['benchmarks_kept']} benchmarks"
     )
-    if classes:
-        click.echo(
-            f"skipped: {len(skips)}: " + ", ".join(f"{n} {c}" for c, n in classes.most_common())
-        )
+    if summary["skipped"]:
+        kinds = ", ".join(f"{n} {c}" for c, n in summary["skipped_by_class"].items())
+        click.echo(f"skipped: {summary['skipped']}: {kinds}")
     if options.level == "run":
         where = ",".join(options.gpus) if options.gpus else "0"
         note = "" if gpu_here else " (no GPU here: nvidia-smi lists none)"
@@ -322,4 +337,4 @@ def _summary(
         click.echo(f"check: build only; not run: {why}")
     else:
         click.echo("check: none; not built, not run (--check none)")
-    click.echo(f"time: {seconds:.1f} s")
+    click.echo(f"time: {summary['seconds']:.1f} s")
