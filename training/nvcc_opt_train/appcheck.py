@@ -266,10 +266,11 @@ def check_problems(
 def shared_key(root: Path) -> str:
     """A hash of the set's shared folders (problems/ folders that are not apps, such as the
     suite's common/): what apps include from beside them is part of what a check judged."""
+    folder = root / PROBLEMS
     return _hash_all(
-        folder
-        for folder in sorted((root / PROBLEMS).iterdir())
-        if folder.is_dir() and not (folder / CONFIG_NAME).is_file()
+        shared
+        for shared in (sorted(folder.iterdir()) if folder.is_dir() else ())
+        if shared.is_dir() and not (shared / CONFIG_NAME).is_file()
     )
 
 
