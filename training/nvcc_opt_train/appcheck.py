@@ -211,6 +211,9 @@ def build_then_run(
                 except AppFailed as exc:
                     yield problem, exc
                     continue
+                except (OSError, ValueError) as exc:  # one odd app does not stop the others
+                    yield problem, AppFailed(f"error: {_first(f'{type(exc).__name__}: {exc}')}")
+                    continue
                 if run is not None and isinstance(value, Built):
                     waiting[runs.submit(on_a_gpu, problem, value)] = problem
                 else:
