@@ -199,3 +199,21 @@ def test_an_app_without_cmake_is_built_in_a_copy_with_its_own_command(tmp_path: 
     assert "apps-vecadd_make: builds, runs and passes (0.75 ms)" in output
     assert (out / ".check" / "apps-vecadd_make" / "tree" / "main").is_file()
     assert not (out / "problems" / "apps-vecadd_make" / "main").exists()  # the app stays clean
+
+
+def test_an_app_with_a_bad_config_is_one_skip_naming_the_file_and_line(tmp_path: Path) -> None:
+    apps = tmp_path / "apps"
+    (apps / "bad" / "src").mkdir(parents=True)
+    (apps / "bad" / "nvcc-opt.toml").write_text(
+        '[build]\ndir = "build"\n\n[run]\ntimeout_s = "x"\n'
+    )
+    (apps / "bad" / "CMakeLists.txt").write_text("project(bad LANGUAGES CUDA)\n")
+    (apps / "bad" / "src" / "k.cu").write_text(
+        "// @optimize\n__global__ void k(float* x) { x[0] = 1.0f; }\n"
+    )
+    code, output = problems(str(tmp_path / "set"), "--from", "apps", str(apps), "--check", "build")
+    assert code == 0, output
+    (row,) = ProblemSet.open(tmp_path / "set").skipped()
+    assert (
+        row["reason"].startswith("config: ") and "nvcc-opt.toml:5: [run] timeout_s" in row["reason"]
+    )
