@@ -97,6 +97,7 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would keep a shared set from its readers
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
