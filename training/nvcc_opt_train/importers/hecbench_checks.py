@@ -1,0 +1,133 @@
+"""Static checks of a HeCBench benchmark's sources: which files it uses, and the reasons to
+leave it out that can be read without building it (data files, MPI and other libraries,
+includes outside its folder, no PASS/FAIL).
+
+The files a benchmark uses are its build's sources and every `#include` they reach inside its
+folder; only those are checked and searched for kernels, so an unused alternative file in the
+folder neither tags a dead kernel nor skips the benchmark.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from nvcc_opt_train.importers.cuda13 import code_only
+from nvcc_opt_train.importers.hecbench_build import BuildSkip
+
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
+# Headers of libraries outside the CUDA toolkit and the C/C++ standard library.
+_THIRD_PARTY = {
+    "mpi": "MPI",
+    "nccl": "NCCL",
+    "boost/": "Boost",
+    "gsl/": "GSL",
+    "zlib": "zlib",
+    "bzlib": "bzip2",
+    "gdal": "GDAL",
+    "opencv": "OpenCV",
+    "eigen": "Eigen",
+    "cudnn": "cuDNN",
+    "cutensor": "cuTENSOR",
+    "cutlass/": "CUTLASS",
+    "tbb/": "TBB",
+    "torch/": "PyTorch",
+    "aten/": "PyTorch",
+    "metis": "METIS",
+    "parmetis": "ParMETIS",
+    "fftw": "FFTW",
+    "hdf5": "HDF5",
+    "sycl": "SYCL",
+    "cl/": "OpenCL",
+    "hip/": "HIP",
+    "dpct/": "SYCLomatic",
+    "fmt/": "fmt",
+    "asio": "asio",
+    "gmp": "GMP",
+}
+_READS_FILE = re.compile(
+    rb'\bfopen\s*\([^;]*?,\s*"r|\b(std::)?ifstream\b|\bfreopen\s*\(|\bstbi_load|\bimread\s*\('
+)
+_DATA_PATH = re.compile(rb'"[^"\n]*\.\./[^"\n]*"|"[^"\n]*\bdata/[^"\n]*"')
+_PASS = re.compile(rb'"[^"\n]*\bPASS(ED)?\b[^"\n]*"')
+_MPI_CALL = re.compile(rb"\bMPI_Init\b|\bncclCommInit")
+
+
+def used_files(folder: Path, sources: list[str], include_dirs: list[str]) -> list[str]:
+    """The sources and every file they `#include` from inside `folder` (relative paths), in the
+    order first reached; BuildSkip for a missing source or an include that leaves the folder."""
+    root = folder.resolve()
+    search = [root, *((root / d).resolve() for d in include_dirs)]
+    order: list[str] = []
+    todo = list(sources)
+    while todo:
+        name = todo.pop(0)
+        if name in order:
+            continue
+        path = root / name
+        if not path.is_file():
+            raise BuildSkip(f"its build names {name}, which is not in its folder")
+        order.append(name)
+        for quote, header in _INCLUDE.findall(path.read_bytes()):
+            found = _resolve(root, path.parent, search, header.decode(errors="replace"), quote)
+            if found is not None and found not in order:
+                todo.append(found)
+    return order
+
+
+def _resolve(root: Path, here: Path, search: list[Path], header: str, quote: bytes) -> str | None:
+    """The folder-relative path an include names, None for a system header; BuildSkip when it
+    names a file outside the folder."""
+    places = ([here] if quote == b'"' else []) + search
+    for place in places:
+        candidate = (place / header).resolve()
+        if candidate.is_file():
+            try:
+                return candidate.relative_to(root).as_posix()
+            except ValueError:
+                raise BuildSkip(f"includes outside its folder ({header})") from None
+    if header.startswith("../"):
+        raise BuildSkip(f"includes outside its folder ({header})")
+    return None
+
+
+def third_party(folder: Path, files: list[str]) -> str | None:
+    """A reason when the used files need a library outside the CUDA toolkit, else None."""
+    for name in files:
+        src = (folder / name).read_bytes()
+        for quote, header in _INCLUDE.findall(src):
+            lowered = header.decode(errors="replace").lower()
+            for prefix, library in _THIRD_PARTY.items():
+                if (
+                    lowered.startswith(prefix)
+                    and not (folder / name)
+                    .parent.joinpath(header.decode(errors="replace"))
+                    .is_file()
+                ):
+                    return f"needs {library} (#include {quote.decode()}{header.decode()} in {name})"
+        if _MPI_CALL.search(code_only(src)):
+            return f"needs MPI or NCCL (calls it in {name})"
+    return None
+
+
+def data_files(folder: Path, files: list[str]) -> str | None:
+    """A reason when the used files read input files, else None."""
+    for name in files:
+        src = (folder / name).read_bytes()
+        code = code_only(src)
+        match = _READS_FILE.search(code)
+        if match:
+            what = src[match.start() : match.end()].decode(errors="replace").split("(")[0]
+            return f"needs data files ({what.strip()} in {name})"
+        match = _DATA_PATH.search(code_only(src, strings=True))
+        if match:
+            path = match.group().decode(errors="replace")
+            return f"needs data files (names {path} in {name})"
+    return None
+
+
+def prints_pass(folder: Path, files: list[str]) -> bool:
+    """Whether a string literal in the used files prints PASS (HeCBench's result check)."""
+    return any(
+        _PASS.search(code_only((folder / name).read_bytes(), strings=True)) for name in files
+    )
