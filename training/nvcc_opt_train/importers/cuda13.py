@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from nvcc_opt.regions.lexer import COMMENT, STRING, UNTERMINATED, tokenize
+from nvcc_opt_train.importers.tagging import code_only, unconditional
 
 
 @dataclass(frozen=True)
@@ -90,26 +90,16 @@ _BLOCKERS = (
 _LOCATION_CALLS = re.compile(rb"\b(cudaMemPrefetchAsync|cudaMemAdvise)\s*\(")
 
 
-def code_only(src: bytes, strings: bool = False) -> bytes:
-    """`src` with comments (and string literals unless `strings`) blanked: same length, newlines
-    kept, so offsets still point into `src`."""
-    out = bytearray(src)
-    blank = (COMMENT, UNTERMINATED) if strings else (COMMENT, STRING, UNTERMINATED)
-    for kind, start, end in tokenize(src):
-        if kind in blank:
-            for i in range(start, end):
-                if out[i] != 10:
-                    out[i] = 32
-    return bytes(out)
-
-
 def blocker(src: bytes) -> str | None:
-    """Why `src` cannot build with CUDA 13 without a judgement call, or None."""
-    code = code_only(src)
+    """Why `src` cannot build with CUDA 13 without a judgement call, or None. Code inside
+    `#if`/`#ifdef` branches (a HIP path, an old-architecture path) and names the source
+    #defines itself do not count."""
+    code = code_only(unconditional(src))
+    defined = set(re.findall(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)", src, re.MULTILINE))
     for pattern, reason in _BLOCKERS:
-        match = pattern.search(code)
-        if match:
-            return reason.format(match.group(1).decode())
+        for match in pattern.finditer(code):
+            if match.group(1) not in defined:
+                return reason.format(match.group(1).decode())
     if _LOCATION_CALLS.search(code) and b"cudaMemLocation" not in code:
         return (
             "passes a device number to cudaMemPrefetchAsync/cudaMemAdvise "

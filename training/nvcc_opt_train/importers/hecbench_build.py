@@ -11,6 +11,7 @@ CUDA toolkit's (through find_package(CUDAToolkit)), pthread, libm or OpenMP's ru
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -170,7 +171,8 @@ def _inside_folder(folder: Path, name: str) -> str:
     try:
         return path.relative_to(folder.resolve()).as_posix() or "."
     except ValueError:
-        raise BuildSkip(f"includes outside its folder ({name})") from None
+        shown = os.path.relpath(path, folder.resolve())
+        raise BuildSkip(f"includes outside its folder (its build uses {shown})") from None
 
 
 def from_makefile(folder: Path, mk: Makefile) -> BuildSpec:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from nvcc_opt_train.importers.cuda13 import code_only
 from nvcc_opt_train.importers.hecbench_build import BuildSkip
+from nvcc_opt_train.importers.tagging import code_only, unconditional
 
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
 # Headers of libraries outside the CUDA toolkit and the C/C++ standard library.
@@ -48,7 +48,8 @@ _THIRD_PARTY = {
 _READS_FILE = re.compile(
     rb'\bfopen\s*\([^;]*?,\s*"r|\b(std::)?ifstream\b|\bfreopen\s*\(|\bstbi_load|\bimread\s*\('
 )
-_DATA_PATH = re.compile(rb'"[^"\n]*\.\./[^"\n]*"|"[^"\n]*\bdata/[^"\n]*"')
+# A literal naming a file (with an extension) under ../ or data/.
+_DATA_PATH = re.compile(rb'"[^"\n]*(?:\.\./|\bdata/)[^"\n]*\.[A-Za-z]\w*"')
 _PASS = re.compile(rb'"[^"\n]*\bPASS(ED)?\b[^"\n]*"')
 _MPI_CALL = re.compile(rb"\bMPI_Init\b|\bncclCommInit")
 
@@ -92,19 +93,20 @@ def _resolve(root: Path, here: Path, search: list[Path], header: str, quote: byt
 
 
 def third_party(folder: Path, files: list[str]) -> str | None:
-    """A reason when the used files need a library outside the CUDA toolkit, else None."""
+    """A reason when the used files need a library outside the CUDA toolkit, else None.
+
+    Code inside `#if`/`#ifdef` branches does not count (`#ifdef USE_MPI`, `#ifdef USE_ROCM`
+    are optional paths); `#ifndef` does, since include guards are written with it."""
     for name in files:
-        src = (folder / name).read_bytes()
-        for quote, header in _INCLUDE.findall(src):
-            lowered = header.decode(errors="replace").lower()
+        src = unconditional((folder / name).read_bytes())
+        for quote, raw in _INCLUDE.findall(src):
+            header = raw.decode(errors="replace")
+            if (folder / name).parent.joinpath(header).is_file():
+                continue
             for prefix, library in _THIRD_PARTY.items():
-                if (
-                    lowered.startswith(prefix)
-                    and not (folder / name)
-                    .parent.joinpath(header.decode(errors="replace"))
-                    .is_file()
-                ):
-                    return f"needs {library} (#include {quote.decode()}{header.decode()} in {name})"
+                if header.lower().startswith(prefix):
+                    shown = f"<{header}>" if quote == b"<" else f'"{header}"'
+                    return f"needs {library} (#include {shown} in {name})"
         if _MPI_CALL.search(code_only(src)):
             return f"needs MPI or NCCL (calls it in {name})"
     return None

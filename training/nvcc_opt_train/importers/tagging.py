@@ -9,10 +9,21 @@ line); a pair gets one `// @optimize begin A+B` ... `// @optimize end` block spa
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
-from nvcc_opt.regions.lexer import COMMENT, DIRECTIVE, PUNCT, WORD, Token, read_branches, tokenize
+from nvcc_opt.regions.lexer import (
+    COMMENT,
+    DIRECTIVE,
+    PUNCT,
+    STRING,
+    UNTERMINATED,
+    WORD,
+    Token,
+    read_branches,
+    tokenize,
+)
 from nvcc_opt.regions.scan import region_text, scan
 
 # Words followed by `(` that never name the kernel being defined.
@@ -95,13 +106,23 @@ def base_name(name: str) -> str:
 
 
 def word_counts(src: bytes) -> Counter[str]:
-    """How often each identifier appears in the code of `src` (comments and strings not)."""
-    t = _Tokens(src)
-    return Counter(
-        t.text(i).decode("utf-8", errors="replace")
-        for i, tok in enumerate(t.toks)
-        if tok[0] == WORD
-    )
+    """How often each identifier appears in the code of `src`, macro bodies included (a kernel
+    is often launched from a #define); comments and strings do not count."""
+    code = code_only(src).decode("utf-8", errors="replace")
+    return Counter(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code))
+
+
+def code_only(src: bytes, strings: bool = False) -> bytes:
+    """`src` with comments (and string literals unless `strings`) blanked: same length, newlines
+    kept, so offsets still point into `src`."""
+    out = bytearray(src)
+    blank = (COMMENT, UNTERMINATED) if strings else (COMMENT, STRING, UNTERMINATED)
+    for kind, start, end in tokenize(src):
+        if kind in blank:
+            for i in range(start, end):
+                if out[i] != 10:
+                    out[i] = 32
+    return bytes(out)
 
 
 def _definition(t: _Tokens, i: int) -> tuple[str, int] | str | None:
@@ -212,3 +233,24 @@ def _confirm(tagged: bytes, name: str, kind: str) -> Tagged | str:
     if found != [(name, kind)]:
         return f"scan found {found or 'no region'}, not one {kind} region {name!r}"
     return Tagged(tagged, name, region_text(tagged, result.regions[0]))
+
+
+_IF = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b", re.MULTILINE)
+
+
+def unconditional(src: bytes) -> bytes:
+    """`src` without the lines inside `#if`/`#ifdef`/`#elif`/`#else` branches."""
+    out: list[bytes] = []
+    stack: list[bool] = []  # per open conditional: whether its current branch is optional
+    for line in src.splitlines(keepends=True):
+        match = _IF.match(line)
+        word = match.group(1) if match else b""
+        if word in (b"if", b"ifdef", b"ifndef"):
+            stack.append(word != b"ifndef")
+        elif word in (b"elif", b"else") and stack:
+            stack[-1] = True
+        elif word == b"endif" and stack:
+            stack.pop()
+        elif not any(stack):
+            out.append(line)
+    return b"".join(out)
