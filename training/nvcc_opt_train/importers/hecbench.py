@@ -133,13 +133,13 @@ def _read(
     size = sum((folder / f).stat().st_size for f in used)
     if size > options.max_bytes:
         raise BuildSkip(f"its sources are {size} bytes (max_bytes {options.max_bytes})")
+    run = run_spec(test, mk, [(folder / f).read_bytes() for f in used])
     reason = third_party(folder, used) or data_files(folder, used)
     if reason:
         raise BuildSkip(reason)
     if not prints_pass(folder, used):
         raise BuildSkip("nothing checks its results (its sources print no PASS/FAIL)")
     files, notes = _cuda13(folder, used)
-    run = run_spec(test, mk, list(files.values()))
     notes = [
         f"copied from HeCBench src/{folder.name}: the {len(used)} files its build uses",
         f"build: CMakeLists.txt generated from its {spec.origin}, program main, C++17",

@@ -50,7 +50,7 @@ _READS_FILE = re.compile(
 )
 # A literal naming a file (with an extension) under ../ or data/.
 _DATA_PATH = re.compile(rb'"[^"\n]*(?:\.\./|\bdata/)[^"\n]*\.[A-Za-z]\w*"')
-_PASS = re.compile(rb'"[^"\n]*\bPASS(ED)?\b[^"\n]*"')
+_PASS = re.compile(rb'"[^"\n]*(?:\b|\\n)PASS(ED)?\b[^"\n]*"')
 _MPI_CALL = re.compile(rb"\bMPI_Init\b|\bncclCommInit")
 
 
@@ -116,12 +116,12 @@ def data_files(folder: Path, files: list[str]) -> str | None:
     """A reason when the used files read input files, else None."""
     for name in files:
         src = (folder / name).read_bytes()
-        code = code_only(src)
+        code = code_only(src, strings=True)
         match = _READS_FILE.search(code)
         if match:
             what = src[match.start() : match.end()].decode(errors="replace").split("(")[0]
             return f"needs data files ({what.strip()} in {name})"
-        match = _DATA_PATH.search(code_only(src, strings=True))
+        match = _DATA_PATH.search(code)
         if match:
             path = match.group().decode(errors="replace")
             return f"needs data files (names {path} in {name})"
