@@ -230,18 +230,11 @@ def test_a_generated_problem_configures_and_builds(tmp_path: Path) -> None:
     for problem_id in ("hecbench-scale-scale_kernel+shift_kernel", "hecbench-reduce-square"):
         assert problem_id in problems
         app = tmp_path / problem_id
+        build = str(app / "build")
+        configure = ["cmake", "-S", str(app), "-B", build, "-G", "Ninja"]
         for command in (
-            [
-                "cmake",
-                "-S",
-                app,
-                "-B",
-                app / "build",
-                "-G",
-                "Ninja",
-                "-DCMAKE_CUDA_ARCHITECTURES=90",
-            ],
-            ["cmake", "--build", app / "build"],
+            [*configure, "-DCMAKE_CUDA_ARCHITECTURES=90"],
+            ["cmake", "--build", build],
         ):
             done = subprocess.run(command, capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
