@@ -107,7 +107,7 @@ def test_skips_name_the_benchmark_and_one_reason(
     reasons = {(s.name, s.reason) for s in skips}
     assert reasons == {
         ("reader", "needs data files (its default arguments name ../data/reader/input.txt)"),
-        ("loader", "needs data files (fopen in main.cu)"),
+        ("loader", "needs data files (fopen of a fixed name in main.cu)"),
         ("halo", "needs MPI (#include <mpi.h> in main.cu)"),
         ("quiet", "nothing checks its results (its sources print no PASS/FAIL)"),
         ("clock", "CUDA 13: main.cu uses cudaDeviceProp::clockRate, removed in CUDA 13"),

@@ -45,11 +45,19 @@ _THIRD_PARTY = {
     "asio": "asio",
     "gmp": "GMP",
 }
+# Reading a file: fopen in a read mode, an input stream, an image loader.
 _READS_FILE = re.compile(
-    rb'\bfopen\s*\([^;]*?,\s*"r|\b(std::)?ifstream\b|\bfreopen\s*\(|\bstbi_load|\bimread\s*\('
+    rb'\bfopen\s*\(([^;]*?),\s*"r|\b(?:std::)?ifstream\s+\w+\s*\(([^;)]*)|\bfreopen\s*\(|\bstbi_load|\bimread\s*\('
 )
-# A literal naming a file (with an extension) under ../ or data/.
-_DATA_PATH = re.compile(rb'"[^"\n]*(?:\.\./|\bdata/)[^"\n]*\.[A-Za-z]\w*"')
+# A literal that is a relative path to a file: a folder and an extension (input/graph.txt).
+_DATA_PATH = re.compile(rb'"(?:\.\.?/)*[\w.+-]+(?:/[\w.+-]+)+\.[A-Za-z]\w*"')
+_LITERAL = re.compile(rb'^\s*("[^"]*")\s*$')
+# Files the program writes itself: reading one back needs no data.
+_WRITES = re.compile(
+    rb'\bfopen\s*\(\s*("[^"]*")\s*,\s*"[wa]|\b(?:std::)?ofstream\s+\w+\s*\(\s*("[^"]*")'
+)
+_SYSTEM_FILE = (b'"/proc/', b'"/sys/', b'"/dev/')
+_INCLUDE_LINE = re.compile(rb"^[ \t]*#[ \t]*include\b.*$", re.MULTILINE)
 _PASS = re.compile(rb'"[^"\n]*(?:\b|\\n)PASS(ED)?\b[^"\n]*"')
 _MPI_CALL = re.compile(rb"\bMPI_Init\b|\bncclCommInit")
 
@@ -113,18 +121,31 @@ def third_party(folder: Path, files: list[str]) -> str | None:
 
 
 def data_files(folder: Path, files: list[str]) -> str | None:
-    """A reason when the used files read input files, else None."""
+    """A reason when the used files read input files the default run needs, else None.
+
+    A file read counts when its name is a literal, or when a literal elsewhere names a file
+    path (a default like "input/graph.txt"), unless the program writes that file itself or it
+    is a system file (/proc/cpuinfo). A read of a name only the command line gives
+    (`fopen(argv[2], "r")`) is optional: the default arguments are checked apart."""
+    codes = {}
     for name in files:
-        src = (folder / name).read_bytes()
-        code = code_only(src, strings=True)
-        match = _READS_FILE.search(code)
-        if match:
-            what = src[match.start() : match.end()].decode(errors="replace").split("(")[0]
-            return f"needs data files ({what.strip()} in {name})"
-        match = _DATA_PATH.search(code)
-        if match:
-            path = match.group().decode(errors="replace")
-            return f"needs data files (names {path} in {name})"
+        code = code_only((folder / name).read_bytes(), strings=True)
+        codes[name] = _INCLUDE_LINE.sub(b"", code)
+    written = {m.group(1) or m.group(2) for c in codes.values() for m in _WRITES.finditer(c)}
+    for name, code in codes.items():
+        for path in _DATA_PATH.findall(code):
+            if path not in written:
+                return f"needs data files (names {path.decode(errors='replace')} in {name})"
+        for match in _READS_FILE.finditer(code):
+            what = match.group().decode(errors="replace").split("(")[0].split()[0]
+            argument = match.group(1) or match.group(2)
+            literal = _LITERAL.match(argument or b"")
+            if argument is None or (
+                literal
+                and literal.group(1) not in written
+                and not literal.group(1).startswith(_SYSTEM_FILE)
+            ):
+                return f"needs data files ({what} of a fixed name in {name})"
     return None
 
 
