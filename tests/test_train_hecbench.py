@@ -16,8 +16,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from nvcc_opt_train.importers import Skip
+from nvcc_opt_train.importers import Skip, cuda13
 from nvcc_opt_train.importers.hecbench import HecbenchError, HecbenchOptions, import_hecbench
+from nvcc_opt_train.importers.makefile import read_makefile
+from nvcc_opt_train.importers.tagging import find_kernels, tag_pair, tag_single
 from nvcc_opt_train.problemset import Problem
 
 from nvcc_opt.config import load
@@ -239,3 +241,66 @@ def test_a_generated_problem_configures_and_builds(tmp_path: Path) -> None:
             done = subprocess.run(command, capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         assert (app / "build" / "main").is_file()
+
+
+def test_kernels_found_and_tagged_in_awkward_sources() -> None:
+    src = (
+        b"\xef\xbb\xbftemplate <class real>\r\n__global__ void\r\nLAUNCH_BOUNDS (128, 4)\r\n"
+        b"rate_kernel(real *x) { x[0] = 1; }\r\n"
+        b"__global__ void declared_only(int *x);\r\n"
+        b"#if 0\r\n__global__ void switched_off(int *x) { }\r\n#endif\r\n"
+        b"// __global__ void in_a_comment(int *x) { }\r\n"
+        b"template <> __global__ void special<int>(int *x) { }\r\n"
+        b"__global__ void Ns::qualified(int *x) { x[0] = 2; }\r\n"
+    )
+    kernels, problems = find_kernels("k.cu", src)
+    assert [(k.name, k.start_line, k.end_line) for k in kernels] == [
+        ("rate_kernel", 1, 4),
+        ("Ns::qualified", 11, 11),
+    ]
+    assert problems == [
+        "a kernel in k.cu line 10: an explicit specialization (name<...>(...)) is not tagged"
+    ]
+    first = tag_single(src, kernels[0])
+    assert not isinstance(first, str)
+    assert first.source.startswith(b"\xef\xbb\xbf// @optimize\r\ntemplate <class real>\r\n")
+    pair = tag_pair(src, kernels[0], kernels[1])
+    assert not isinstance(pair, str)
+    assert pair.region == "rate_kernel+Ns::qualified"
+    assert pair.source.endswith(b"x[0] = 2; }\r\n// @optimize end\r\n")
+
+
+def test_cuda13_fixes_only_what_is_mechanical() -> None:
+    src = b"#include <cub/cub.cuh>\nauto op = cub::Max();\n// cub::Min() in a comment\n"
+    fixed, notes = cuda13.fix(src)
+    assert fixed == (
+        b"#include <cuda/functional>\n#include <cub/cub.cuh>\nauto op = cuda::maximum<>();\n"
+        b"// cub::Min() in a comment\n"
+    )
+    assert notes == ["cub::Max() -> cuda::maximum<>()"]
+    assert cuda13.blocker(b"int v = __shfl_down(x, 1);") == (
+        "uses __shfl_down without _sync, removed since CUDA 9"
+    )
+    assert (
+        cuda13.blocker(b"#define __shfl(v, d) __shfl_sync(~0u, v, d)\nint a = __shfl(x, 0);")
+        is None
+    )
+    assert cuda13.blocker(b"#ifdef USE_ROCM\nint a = __shfl(x, 0);\n#endif\n") is None
+    assert (
+        cuda13.blocker(b"texture<float, 1> tex;") == "uses texture references, removed in CUDA 12"
+    )
+
+
+def test_makefile_reader_follows_conditionals_and_substitutions(tmp_path: Path) -> None:
+    (tmp_path / "a.cu").write_text("")
+    (tmp_path / "b.cu").write_text("")
+    (tmp_path / "Makefile").write_text(
+        "OPTIMIZE = yes\nDEBUG = no\nsource = $(wildcard *.cu)\nobj = $(source:.cu=.o)\n"
+        "CFLAGS := $(EXTRA_CFLAGS) -std=c++17 \\\n  -arch=$(ARCH)\n"
+        "ifeq ($(DEBUG),yes)\n  CFLAGS += -g\nelse ifeq ($(OPTIMIZE),yes)\n  CFLAGS += -O3\n"
+        "endif\nrun: main\n\t$(LAUNCHER) ./main 7 $(obj)\n"
+    )
+    mk = read_makefile(tmp_path / "Makefile")
+    assert mk.get("source") == "a.cu b.cu"
+    assert mk.get("CFLAGS") == "-std=c++17    -arch= -O3"
+    assert mk.recipe("run") == ["./main 7 a.o b.o"]

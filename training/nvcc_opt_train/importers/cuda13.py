@@ -71,7 +71,7 @@ _BLOCKERS = (
         re.compile(rb"(?:\.|->)\s*(" + "|".join(_REMOVED_PROP).encode() + rb")\b"),
         "uses cudaDeviceProp::{}, removed in CUDA 13",
     ),
-    (re.compile(rb"\btexture\s*<"), "uses texture references, removed in CUDA 12"),
+    (re.compile(rb"\b(texture)\s*<"), "uses texture references, removed in CUDA 12"),
     (
         re.compile(rb"\bthrust::(unary_function|binary_function)\b"),
         "uses thrust::{}, removed in CCCL 3",

@@ -141,7 +141,7 @@ def _read(
         raise BuildSkip("nothing checks its results (its sources print no PASS/FAIL)")
     files, notes = _cuda13(folder, used)
     notes = [
-        f"copied from HeCBench src/{folder.name}: the {len(used)} files its build uses",
+        f"copied from HeCBench src/{folder.name}: the files its build uses ({len(used)})",
         f"build: CMakeLists.txt generated from its {spec.origin}, program main, C++17",
         *_dropped(spec),
         *run.notes,

@@ -180,9 +180,11 @@ def from_makefile(folder: Path, mk: Makefile) -> BuildSpec:
     sources = mk.get("source").split()
     if not sources:
         raise BuildSkip("no add_hecbench_benchmark call and no `source =` in its Makefile")
-    compiler = mk.get("CC") or mk.get("NVCC")
+    compiler = (mk.get("CC") or mk.get("NVCC") or "nvcc").split()[0]
     if re.search(r"\bmpi", compiler):
         raise BuildSkip("needs MPI (its Makefile compiles with an MPI wrapper)")
+    if Path(compiler).name != "nvcc":
+        raise BuildSkip(f"its Makefile compiles with {Path(compiler).name}, not nvcc")
     spec = BuildSpec("Makefile", sources=[_inside_folder(folder, s) for s in sources])
     _add_flags(spec, _split(mk.get("CFLAGS")), folder)
     _add_libraries(spec, _split(mk.get("LDFLAGS")))

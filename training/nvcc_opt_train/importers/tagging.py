@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from nvcc_opt.regions.lexer import (
+    BOM,
     COMMENT,
     DIRECTIVE,
     PUNCT,
@@ -198,12 +199,13 @@ def _newline(src: bytes) -> bytes:
 
 def _insert(src: bytes, inserts: list[tuple[int, bytes]]) -> bytes:
     """`src` with whole lines inserted before the given 1-based lines (line len+1: at the end)."""
-    lines = src.splitlines(keepends=True)
+    bom = BOM if src.startswith(BOM) else b""  # stays first: the compiler skips it only there
+    lines = src[len(bom) :].splitlines(keepends=True)
     if lines and not lines[-1].endswith(b"\n"):
         lines[-1] += _newline(src)
     for line, text in sorted(inserts, reverse=True):
         lines.insert(line - 1, text)
-    return b"".join(lines)
+    return bom + b"".join(lines)
 
 
 def tag_single(src: bytes, kernel: Kernel) -> Tagged | str:
