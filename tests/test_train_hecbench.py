@@ -304,3 +304,13 @@ def test_makefile_reader_follows_conditionals_and_substitutions(tmp_path: Path) 
     assert mk.get("source") == "a.cu b.cu"
     assert mk.get("CFLAGS") == "-std=c++17    -arch= -O3"
     assert mk.recipe("run") == ["./main 7 a.o b.o"]
+
+
+def test_a_broken_benchmarks_yaml_is_one_line_naming_it(tmp_path: Path) -> None:
+    root = tmp_path / "hec"
+    shutil.copytree(FIXTURE / "src" / "vadd-cuda", root / "src" / "vadd-cuda")
+    (root / "benchmarks.yaml").write_text("vadd:\n  test: [unclosed\n")
+    with pytest.raises(HecbenchError, match=r"benchmarks\.yaml:\d+: not readable YAML") as err:
+        list(import_hecbench(root, tmp_path / "out", HecbenchOptions(), print))
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "out").exists()

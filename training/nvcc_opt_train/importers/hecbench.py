@@ -98,7 +98,10 @@ def import_hecbench(
 ) -> Iterator[Problem | Skip]:
     """Problems (and Skips) from the HeCBench checkout at `root`, apps written under `dest`."""
     folders = candidates(root, options.only)
-    tests = yaml_tests(root)
+    try:
+        tests = yaml_tests(root)
+    except ValueError as exc:
+        raise HecbenchError(str(exc)) from exc
     say(f"hecbench: {len(folders)} candidate benchmarks in {root / 'src'}")
     dest.mkdir(parents=True, exist_ok=True)
     ids: set[str] = set()
@@ -109,6 +112,9 @@ def import_hecbench(
             bench = _read(folder, dest, tests.get(name), options)
         except BuildSkip as skip:
             yield Skip(SOURCE, name, str(skip))
+            continue
+        except OSError as exc:
+            yield Skip(SOURCE, name, f"cannot read its files: {exc}")
             continue
         for item in _problems(bench, options, ids):
             if isinstance(item, Problem):
@@ -150,6 +156,7 @@ def _read(
     ]
     for license_file in sorted(folder.glob("LICENSE*")):
         files.setdefault(license_file.name, license_file.read_bytes())
+        notes[0] += f" and its {license_file.name}"
     extra = {"hecbench_folder": f"src/{folder.name}", "args": run.args, "time": _time(run)}
     name = folder.name.removesuffix(SUFFIX)
     cmake = render_cmake(spec, _cmake_name(name))
