@@ -314,3 +314,13 @@ def test_a_broken_benchmarks_yaml_is_one_line_naming_it(tmp_path: Path) -> None:
         list(import_hecbench(root, tmp_path / "out", HecbenchOptions(), print))
     assert "\n" not in str(err.value)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_pair_across_an_if_block_is_not_tagged() -> None:
+    src = (
+        b"#ifdef FAST\n__global__ void a(int *x) { x[0] = 1; }\n#endif\n"
+        b"__global__ void b(int *x) { x[0] = 2; }\n"
+    )
+    first, second = find_kernels("k.cu", src)[0]
+    assert not isinstance(tag_single(src, first), str)
+    assert tag_pair(src, first, second) == "the region would cut an #if ... #endif block in two"

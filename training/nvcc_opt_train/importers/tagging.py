@@ -234,7 +234,23 @@ def _confirm(tagged: bytes, name: str, kind: str) -> Tagged | str:
     found = [(r.name, r.kind) for r in result.regions]
     if found != [(name, kind)]:
         return f"scan found {found or 'no region'}, not one {kind} region {name!r}"
-    return Tagged(tagged, name, region_text(tagged, result.regions[0]))
+    text = region_text(tagged, result.regions[0])
+    if not _balanced(text):
+        return "the region would cut an #if ... #endif block in two"
+    return Tagged(tagged, name, text)
+
+
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b", re.MULTILINE)
+
+
+def _balanced(text: str) -> bool:
+    """Whether every `#if` in `text` is closed in it and no `#endif` closes one outside."""
+    depth = 0
+    for word in _CONDITIONAL.findall(text):
+        depth += 1 if word != "endif" else -1
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 _IF = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b", re.MULTILINE)
