@@ -164,7 +164,8 @@ def _printf_time(text: str) -> tuple[str, str] | None:
     if len(found) != 1:
         return None
     prefix, suffix, unit = found.pop()
-    return re.escape(prefix).replace("\\ ", " ") + r"\s*" + NUMBER + re.escape(suffix), unit
+    pattern = re.escape(prefix) + r"\s*" + NUMBER + re.escape(suffix)
+    return pattern.replace("\\ ", " "), unit
 
 
 def render_toml(spec: RunSpec, forbid: list[str]) -> str:
