@@ -99,17 +99,16 @@ def _cmake_calls(text: str) -> list[tuple[str, str]]:
     """(command, argument text) of each top-level call in a CMake file."""
     text = _CMAKE_COMMENT.sub("", text)
     calls = []
-    for match in re.finditer(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(", text):
+    call = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+    at = 0
+    while (match := call.search(text, at)) is not None:
         depth, i = 1, match.end()
         while i < len(text) and depth:
             depth += (text[i] == "(") - (text[i] == ")")
             i += 1
         calls.append((match.group(1), text[match.end() : i - 1]))
-    return [c for c in calls if not _inside(c, calls)]
-
-
-def _inside(call: tuple[str, str], calls: list[tuple[str, str]]) -> bool:
-    return any(call is not other and f"{call[0]}(" in other[1] for other in calls)
+        at = i  # calls inside the arguments are not top-level calls
+    return calls
 
 
 def from_cmake(folder: Path) -> BuildSpec | None:
