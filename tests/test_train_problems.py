@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,12 +19,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from nvcc_opt_train.cli import train
 from nvcc_opt_train.importers import Skip
 from nvcc_opt_train.importers.apps import AppsError, AppsOptions, import_apps, import_suite
 from nvcc_opt_train.problemset import Problem, ProblemSet, ProblemSetError
 from nvcc_opt_train.splits import assign, position, split_of
-
 from tests.conftest import gpu_available, nvcc_available
 
 REPO = Path(__file__).resolve().parent.parent
@@ -217,3 +218,30 @@ def test_an_app_with_a_bad_config_is_one_skip_naming_the_file_and_line(tmp_path:
     assert (
         row["reason"].startswith("config: ") and "nvcc-opt.toml:5: [run] timeout_s" in row["reason"]
     )
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_problems_that_differ_only_in_their_tags_are_built_once(tmp_path: Path) -> None:
+    """A benchmark's A, B and A+B problems compile the same code: one build checks them all."""
+    from nvcc_opt_train.appcheck import CHECK_DIR, CheckOptions, check_problems, untagged_hash
+
+    root = tmp_path / "set"
+    made = []
+    for pid, tag in (("one", "// @optimize begin saxpy"), ("two", "// @optimize begin other")):
+        app = root / "problems" / pid
+        shutil.copytree(APPS / "saxpy", app)
+        source = app / "src" / "main.cu"
+        source.write_text(source.read_text().replace("// @optimize begin saxpy", tag))
+        made.append(Problem(pid, "suite", "saxpy", ("src/main.cu:saxpy",), ("saxpy_kernel",)))
+    shutil.copytree(APPS / "common", root / "problems" / "common")
+    apps = [root / "problems" / p.id for p in made]
+    assert untagged_hash(apps[0]) == untagged_hash(apps[1])
+    options = CheckOptions(
+        level="build", jobs=1, gpus=(), cmake_args=("-DCMAKE_CUDA_ARCHITECTURES=90",)
+    )
+    said: list[str] = []
+    results = [(p.id, why) for p, why in check_problems(root, made, options, said.append)]
+    assert results == [("one", None), ("two", None)]
+    assert sorted(p.name for p in (root / CHECK_DIR).iterdir() if p.is_dir()) == ["one"]
+    assert said == ["one: builds", "two: builds"]

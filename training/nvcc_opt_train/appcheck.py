@@ -172,6 +172,21 @@ def app_hash(app: Path) -> str:
     return digest.hexdigest()
 
 
+def untagged_hash(app: Path) -> str:
+    """`app_hash` with the `@optimize` tag lines left out: the problems one benchmark gives (each
+    kernel, each pair) differ only in their tags, so they build and run the same code."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in app.rglob("*") if p.is_file()):
+        kept = b"".join(
+            line
+            for line in path.read_bytes().splitlines(keepends=True)
+            if not line.lstrip().startswith(b"// @optimize")
+        )
+        digest.update(path.relative_to(app).as_posix().encode() + b"\x00")
+        digest.update(hashlib.sha256(kept).digest())
+    return digest.hexdigest()
+
+
 T = TypeVar("T")
 
 
@@ -251,19 +266,28 @@ def check_problems(
     def run(problem: Problem, built: Built, gpu: str) -> float:
         return run_app(built, gpu, ProcessRunner())
 
+    same_code: dict[str, list[Problem]] = {}  # one build and run for the problems of one code
+    for problem in pending:
+        same_code.setdefault(untagged_hash(root / problem.app), []).append(problem)
     checked = build_then_run(
-        pending, build, run if options.level == "run" else None, options.jobs, options.gpus
+        [group[0] for group in same_code.values()],
+        build,
+        run if options.level == "run" else None,
+        options.jobs,
+        options.gpus,
     )
-    for problem, outcome in checked:
+    by_first = {group[0].id: group for group in same_code.values()}
+    for first, outcome in checked:
         why = str(outcome) if isinstance(outcome, AppFailed) else None
-        if why is not None:
-            say(f"{problem.id}: {why}")
-        elif isinstance(outcome, float):
-            say(f"{problem.id}: builds, runs and passes ({outcome:.3g} ms)")
-        else:
-            say(f"{problem.id}: builds")
-        _store(root, problem, options, shared, why)
-        yield problem, why
+        for problem in by_first[first.id]:
+            if why is not None:
+                say(f"{problem.id}: {why}")
+            elif isinstance(outcome, float):
+                say(f"{problem.id}: builds, runs and passes ({outcome:.3g} ms)")
+            else:
+                say(f"{problem.id}: builds")
+            _store(root, problem, options, shared, why)
+            yield problem, why
 
 
 def shared_key(root: Path) -> str:
