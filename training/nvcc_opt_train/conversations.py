@@ -129,6 +129,8 @@ def write_dataset(rows: Iterable[dict[str, Any]], path: Path) -> int:
 def read_dataset(path: Path) -> list[dict[str, Any]]:
     """The rows of a conversation dataset; ConversationError naming the file and line of the
     first row that is not one."""
+    if not path.is_file():
+        raise ConversationError(f"{path}: no such dataset file")
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
