@@ -47,19 +47,25 @@ def make_student(
         common["gguf_file"] = gguf_file
     try:
         tokenizer: Any = transformers.AutoTokenizer.from_pretrained(folder, **common)
-        model: Any = transformers.AutoModelForCausalLM.from_pretrained(
-            folder, dtype=getattr(torch, dtype), **common
-        )
     except (OSError, ValueError, ImportError) as err:
-        raise StudentError(f"{source}: cannot load a model: {_first_line(err)}") from err
+        raise StudentError(f"{source}: cannot load its tokenizer: {_first_line(err)}") from err
     use_ours = chat_template == TEMPLATE_NAME or (gguf_file is not None and not _renders(tokenizer))
     if use_ours:
-        _set_hermes_template(source, tokenizer, model)
+        _check_chatml(source, tokenizer)
+        tokenizer.chat_template = HERMES_TOOLS_TRAINING_TEMPLATE
     elif not _renders(tokenizer):
         raise StudentError(
             f"{source}: its chat template does not render tools, so the student could not see "
             f"them; use nvcc-opt's: --chat-template {TEMPLATE_NAME}"
         )
+    try:
+        model: Any = transformers.AutoModelForCausalLM.from_pretrained(
+            folder, dtype=getattr(torch, dtype), **common
+        )
+    except (OSError, ValueError, ImportError) as err:
+        raise StudentError(f"{source}: cannot load a model: {_first_line(err)}") from err
+    if use_ours:
+        _stop_at_im_end(model, tokenizer)
     if gguf_file:
         model = _dequantized(model, getattr(torch, dtype))
     out.mkdir(parents=True, exist_ok=True)
@@ -124,8 +130,8 @@ def _renders(tokenizer: Any) -> bool:
     return renders_tools(tokenizer)
 
 
-def _set_hermes_template(source: str, tokenizer: Any, model: Any) -> None:
-    """nvcc-opt's template needs ChatML's tokens as single tokens, and <|im_end|> to stop."""
+def _check_chatml(source: str, tokenizer: Any) -> None:
+    """nvcc-opt's template needs ChatML's tokens as single tokens."""
     vocab = tokenizer.get_vocab()
     missing = [t for t in CHATML_TOKENS if t not in vocab]
     if missing:
@@ -133,8 +139,11 @@ def _set_hermes_template(source: str, tokenizer: Any, model: Any) -> None:
             f"{source}: its tokenizer has no {', '.join(missing)} token, which nvcc-opt's ChatML "
             "tool template needs; use a ChatML model or one whose own template renders tools"
         )
-    tokenizer.chat_template = HERMES_TOOLS_TRAINING_TEMPLATE
-    end = vocab["<|im_end|>"]
+
+
+def _stop_at_im_end(model: Any, tokenizer: Any) -> None:
+    """Generation stops at <|im_end|>, the end of an assistant turn in nvcc-opt's template."""
+    end = tokenizer.get_vocab()["<|im_end|>"]
     eos = model.generation_config.eos_token_id
     eos_ids = eos if isinstance(eos, list) else [] if eos is None else [eos]
     if end not in eos_ids:
