@@ -111,7 +111,10 @@ def test_row_holds_the_messages_as_the_model_saw_them(traces: list[Path]) -> Non
         "content": trace["messages"][3]["content"],
     }
     assert "kernel.cu" in messages[3]["content"]
-    assert messages[4] == {"role": "assistant", "content": text_call("file_viewer", {"path": "src/kernel.cu"})}
+    assert messages[4] == {
+        "role": "assistant",
+        "content": text_call("file_viewer", {"path": "src/kernel.cu"}),
+    }
     assert messages[-1] == {"role": "assistant", "content": answer_text()}
     for ours, theirs in zip(messages, trace["messages"], strict=True):
         assert ours["content"] == theirs["content"]
@@ -175,7 +178,9 @@ def test_training_template_renders_what_models_see(traces: list[Path]) -> None:
         assert "<tools>" in texts[0] and "<tool_response>" in texts[0]
 
 
-def test_trace_that_is_not_v1_is_refused_naming_the_file(tmp_path: Path, traces: list[Path]) -> None:
+def test_trace_that_is_not_v1_is_refused_naming_the_file(
+    tmp_path: Path, traces: list[Path]
+) -> None:
     data = json.loads(traces[0].read_text())
     cases: dict[str, Any] = {
         "v2.json": {**data, "version": 2},

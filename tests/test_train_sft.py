@@ -14,12 +14,13 @@ from click.testing import CliRunner
 pytest.importorskip("trl")
 pytest.importorskip("nvcc_opt_train")
 
-from nvcc_opt.agent.backends import hf_local  # noqa: E402
-from nvcc_opt.agent.backends.templates import HERMES_TOOLS_TEMPLATE  # noqa: E402
 from nvcc_opt_train.cli import train  # noqa: E402
 from nvcc_opt_train.conversations import conversation, write_dataset  # noqa: E402
 from nvcc_opt_train.sft import TRAIN_LOG, SFTSettings, _trainer  # noqa: E402
 from nvcc_opt_train.tiny import tiny_student  # noqa: E402
+
+from nvcc_opt.agent.backends import hf_local  # noqa: E402
+from nvcc_opt.agent.backends.templates import HERMES_TOOLS_TEMPLATE  # noqa: E402
 from tests.test_train_conversations import scripted_traces  # noqa: E402
 
 
@@ -28,9 +29,9 @@ def rendered(row: dict[str, Any]) -> str:
 
     tools = json.loads(row["tools"])
     return str(
-        render_jinja_template(
-            [row["messages"]], tools=tools, chat_template=HERMES_TOOLS_TEMPLATE
-        )[0][0]
+        render_jinja_template([row["messages"]], tools=tools, chat_template=HERMES_TOOLS_TEMPLATE)[
+            0
+        ][0]
     )
 
 
@@ -73,7 +74,9 @@ def test_labels_are_exactly_the_assistant_turns(made: dict[str, Any], tmp_path: 
         batch = trainer.data_collator([trainer.train_dataset[index]])
         ids, labels = batch["input_ids"][0].tolist(), batch["labels"][0].tolist()
         assert tokenizer.decode(ids) == rendered(row)
-        targets = tokenizer.decode([i for i, label in zip(ids, labels, strict=True) if label != -100])
+        targets = tokenizer.decode(
+            [i for i, label in zip(ids, labels, strict=True) if label != -100]
+        )
         assert targets == assistant_outputs(row["messages"])
         assert "<tool_response>" not in targets and "<tools>" not in targets
         for message in row["messages"]:

@@ -14,13 +14,14 @@ from click.testing import CliRunner
 pytest.importorskip("transformers")
 pytest.importorskip("nvcc_opt_train")
 
+from nvcc_opt_train.cli import train  # noqa: E402
+from nvcc_opt_train.tiny import tiny_student  # noqa: E402
+
 from nvcc_opt.agent.backends import hf_local  # noqa: E402
 from nvcc_opt.agent.backends.templates import (  # noqa: E402
     HERMES_TOOLS_TRAINING_TEMPLATE,
     TEMPLATE_NAME,
 )
-from nvcc_opt_train.cli import train  # noqa: E402
-from nvcc_opt_train.tiny import tiny_student  # noqa: E402
 
 PLAIN_CHATML = (
     "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}"
@@ -53,7 +54,13 @@ def test_hf_folder_without_tool_template_is_refused_then_converted(
     assert len(refused.output.strip().splitlines()) == 1
     assert not (tmp_path / "a").exists()
     made = student(
-        tmp_path / "b", "--from", plain_model, "--chat-template", TEMPLATE_NAME, "--dtype", "float32"
+        tmp_path / "b",
+        "--from",
+        plain_model,
+        "--chat-template",
+        TEMPLATE_NAME,
+        "--dtype",
+        "float32",
     )
     assert made.exit_code == 0, made.output
     from transformers import AutoTokenizer

@@ -87,10 +87,13 @@ def train_sft(dataset: Path, student: Path, out: Path, settings: SFTSettings) ->
 def _trainer(
     rows: list[dict[str, Any]], student: Path, tokenizer: Any, work: Path, settings: SFTSettings
 ) -> Any:
-    import datasets  # type: ignore[import-not-found, unused-ignore]
+    import datasets  # type: ignore[import-not-found, import-untyped, unused-ignore]
     import torch  # type: ignore[import-not-found, unused-ignore]
     import transformers  # type: ignore[import-not-found, unused-ignore]
-    from trl import SFTConfig, SFTTrainer  # type: ignore[import-not-found, unused-ignore]
+    from trl import (  # type: ignore[attr-defined, import-not-found, unused-ignore]
+        SFTConfig,
+        SFTTrainer,
+    )
 
     # float32 master weights; bf16 autocast where a GPU has it
     model: Any = transformers.AutoModelForCausalLM.from_pretrained(

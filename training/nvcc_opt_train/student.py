@@ -158,7 +158,9 @@ def _dequantized(model: Any, dtype: Any) -> Any:
     settings.pop("quantization_config", None)
     settings.pop("_model_name_or_path", None)
     config = type(model.config).from_dict(settings)
-    plain: Any = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
+    plain: Any = transformers.AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call, unused-ignore]
+        config, dtype=dtype
+    )
     plain.load_state_dict(model.state_dict())
     plain.generation_config = model.generation_config
     return plain

@@ -61,7 +61,7 @@ def _tokenizer(texts: list[str]) -> Any:
         show_progress=False,
     )
     core.train_from_iterator(texts, trainer=trainer)
-    return PreTrainedTokenizerFast(
+    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call, unused-ignore]
         tokenizer_object=core,
         eos_token="<|im_end|>",
         pad_token="<|pad|>",
