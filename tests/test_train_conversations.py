@@ -175,7 +175,9 @@ def test_training_template_renders_what_models_see(traces: list[Path]) -> None:
                     for template in (HERMES_TOOLS_TEMPLATE, HERMES_TOOLS_TRAINING_TEMPLATE)
                 ]
                 assert texts[0] == texts[1]
-        assert "<tools>" in texts[0] and "<tool_response>" in texts[0]
+        assert "<tools>" in texts[0]
+        has_results = any(m["role"] == "tool" for m in row["messages"])
+        assert ("<tool_response>" in texts[0]) == has_results
 
 
 def test_trace_that_is_not_v1_is_refused_naming_the_file(
@@ -215,7 +217,7 @@ def test_bad_dataset_is_refused_naming_file_and_line(tmp_path: Path, traces: lis
     for problem, line in bad_lines.items():
         path = tmp_path / "data.jsonl"
         path.write_text(good + "\n" + line + "\n")
-        with pytest.raises(ConversationError, match=rf"^{path}:2: {problem}"):
+        with pytest.raises(ConversationError, match=rf"^{path}:2: .*{problem}"):
             read_dataset(path)
     (tmp_path / "empty.jsonl").write_text("\n")
     with pytest.raises(ConversationError, match="no conversations"):
