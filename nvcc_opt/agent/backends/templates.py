@@ -6,6 +6,9 @@ tool by writing <tool_call>{"name": ..., "arguments": {...}}</tool_call> (the fo
 <tool_response></tool_response>. The special tokens are ChatML's (<|im_start|>, <|im_end|>), which
 SmolLM2, Qwen and most small instruct models share. All text is written by expressions, because
 transformers renders templates with trim_blocks and lstrip_blocks on.
+
+HERMES_TOOLS_TRAINING_TEMPLATE renders the same text with `{% generation %}` markers around what
+the assistant writes, for training with an assistant-only loss; student checkpoints carry it.
 """
 
 from __future__ import annotations
