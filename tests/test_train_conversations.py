@@ -141,7 +141,9 @@ def test_dataset_round_trip_and_datasets_reads_it(tmp_path: Path, traces: list[P
     out = tmp_path / "sft" / "train.jsonl"
     assert write_dataset(rows, out) == 3
     assert read_dataset(out) == rows
-    loaded = datasets.load_dataset("json", data_files=str(out), split="train")
+    loaded = datasets.load_dataset(
+        "json", data_files=str(out), split="train", cache_dir=str(tmp_path / "cache")
+    )
     assert loaded.num_rows == 3
     two = loaded[1]["messages"][2]["tool_calls"]
     # arguments stay each call's own JSON text: no merged fields of other tools
