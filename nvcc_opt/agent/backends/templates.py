@@ -6,13 +6,16 @@ tool by writing <tool_call>{"name": ..., "arguments": {...}}</tool_call> (the fo
 <tool_response></tool_response>. The special tokens are ChatML's (<|im_start|>, <|im_end|>), which
 SmolLM2, Qwen and most small instruct models share. All text is written by expressions, because
 transformers renders templates with trim_blocks and lstrip_blocks on.
+
+HERMES_TOOLS_TRAINING_TEMPLATE renders the same text with `{% generation %}` markers around what
+the assistant writes, for training with an assistant-only loss; student checkpoints carry it.
 """
 
 from __future__ import annotations
 
 TEMPLATE_NAME = "nvcc-opt-hermes"
 
-HERMES_TOOLS_TEMPLATE = """\
+_HERMES_SOURCE = """\
 {%- if messages and messages[0].role == 'system' -%}
   {%- set system_text = messages[0].content -%}
   {%- set turns = messages[1:] -%}
@@ -38,7 +41,8 @@ HERMES_TOOLS_TEMPLATE = """\
     {{- '\\n<tool_response>\\n' + message.content + '\\n</tool_response>' -}}
     {%- if loop.last or loop.nextitem.role != 'tool' -%}{{- '<|im_end|>\\n' -}}{%- endif -%}
   {%- elif message.role == 'assistant' -%}
-    {{- '<|im_start|>assistant\\n' + (message.content or '') -}}
+    {{- '<|im_start|>assistant\\n' -}}
+    @GENERATION@{{- message.content or '' -}}
     {%- for call in (message.tool_calls or []) -%}
       {%- set function = call.function if call.function is defined else call -%}
       {%- set arguments = function.arguments -%}
@@ -46,10 +50,22 @@ HERMES_TOOLS_TEMPLATE = """\
       {{- '\\n<tool_call>\\n{"name": "' + function.name + '", "arguments": ' + arguments
           + '}\\n</tool_call>' -}}
     {%- endfor -%}
-    {{- '<|im_end|>\\n' -}}
+    {{- '<|im_end|>' -}}@ENDGENERATION@
+    {{- '\\n' -}}
   {%- else -%}
     {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' -}}
   {%- endif -%}
 {%- endfor -%}
 {%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}
 """
+
+# What a model sees: the markers render nothing.
+HERMES_TOOLS_TEMPLATE = _HERMES_SOURCE.replace("@GENERATION@", "").replace("@ENDGENERATION@", "")
+
+# The same text with each assistant turn's output (content, tool calls and its closing <|im_end|>,
+# not the "<|im_start|>assistant" header) inside transformers' {% generation %} block, so trl's
+# SFTTrainer(assistant_only_loss=True) trains on exactly what the model writes. Checkpoints are
+# saved with it; at inference it renders the same bytes as HERMES_TOOLS_TEMPLATE.
+HERMES_TOOLS_TRAINING_TEMPLATE = _HERMES_SOURCE.replace(
+    "@GENERATION@", "{%- generation -%}"
+).replace("@ENDGENERATION@", "{%- endgeneration -%}")

@@ -1,0 +1,158 @@
+"""`nvcc-opt train sft` on a tiny student built in the test (no download) and conversations made
+from real agent-loop traces: the loss mask itself, real optimizer steps, the checkpoint answering
+through `hf:PATH`, and the one-line refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("trl")
+pytest.importorskip("nvcc_opt_train")
+
+from nvcc_opt_train.cli import train  # noqa: E402
+from nvcc_opt_train.conversations import conversation, write_dataset  # noqa: E402
+from nvcc_opt_train.sft import TRAIN_LOG, SFTSettings, _trainer  # noqa: E402
+from nvcc_opt_train.tiny import tiny_student  # noqa: E402
+
+from nvcc_opt.agent.backends import hf_local  # noqa: E402
+from nvcc_opt.agent.backends.templates import HERMES_TOOLS_TEMPLATE  # noqa: E402
+from tests.test_train_conversations import scripted_traces  # noqa: E402
+
+
+def rendered(row: dict[str, Any]) -> str:
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    tools = json.loads(row["tools"])
+    return str(
+        render_jinja_template([row["messages"]], tools=tools, chat_template=HERMES_TOOLS_TEMPLATE)[
+            0
+        ][0]
+    )
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Conversations from scripted traces, their dataset file, and a tiny student for them."""
+    folder = tmp_path_factory.mktemp("sft")
+    rows = [conversation(p) for p in scripted_traces(folder)]
+    dataset = folder / "train.jsonl"
+    write_dataset(rows, dataset)
+    student = tiny_student(folder / "tiny", [rendered(r) for r in rows])
+    return {"rows": rows, "dataset": dataset, "student": student}
+
+
+def sft(*args: str | Path) -> Any:
+    return CliRunner().invoke(train, ["sft", *map(str, args)])
+
+
+def assistant_outputs(messages: list[dict[str, Any]]) -> str:
+    """What the assistant wrote, turn by turn, as the template renders it (no header)."""
+    texts = []
+    for message in messages:
+        if message["role"] != "assistant":
+            continue
+        calls = "".join(
+            '\n<tool_call>\n{"name": "' + c["function"]["name"] + '", "arguments": '
+            + c["function"]["arguments"] + "}\n</tool_call>"
+            for c in message.get("tool_calls") or []
+        )  # fmt: skip
+        texts.append(message["content"] + calls + "<|im_end|>")
+    return "".join(texts)
+
+
+def test_labels_are_exactly_the_assistant_turns(made: dict[str, Any], tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(made["student"])
+    trainer = _trainer(made["rows"], made["student"], tokenizer, tmp_path, SFTSettings())
+    for index, row in enumerate(made["rows"]):
+        batch = trainer.data_collator([trainer.train_dataset[index]])
+        ids, labels = batch["input_ids"][0].tolist(), batch["labels"][0].tolist()
+        assert tokenizer.decode(ids) == rendered(row)
+        targets = tokenizer.decode(
+            [i for i, label in zip(ids, labels, strict=True) if label != -100]
+        )
+        assert targets == assistant_outputs(row["messages"])
+        assert "<tool_response>" not in targets and "<tools>" not in targets
+        for message in row["messages"]:
+            if message["role"] in ("tool", "system", "user"):
+                assert message["content"] not in targets
+        if index == 0:  # the tool-call tokens and their arguments are targets
+            assert '<tool_call>\n{"name": "list_dir", "arguments": {"path": "src"}}' in targets
+
+
+@pytest.mark.slow
+def test_sft_lowers_the_loss_and_the_checkpoint_answers(
+    made: dict[str, Any], tmp_path: Path
+) -> None:
+    out = tmp_path / "student-sft"
+    result = sft(
+        made["dataset"], "--student", made["student"], "--out", out,
+        "--max-steps", "24", "--lr", "3e-3", "--seed", "1",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    log = json.loads((out / TRAIN_LOG).read_text())
+    losses = [step["loss"] for step in log["steps"]]
+    assert len(losses) == 24
+    assert sum(losses[-3:]) / 3 < 0.8 * sum(losses[:3]) / 3, losses
+    assert log["conversations"] == 3
+    model = hf_local.from_spec(f"{out}?max_new_tokens=12")
+    row = made["rows"][0]
+    reply = model.complete(row["messages"][:2], json.loads(row["tools"]))
+    assert model.template is None  # the checkpoint's own template renders the tools
+    assert reply.prompt_tokens > 100 and 0 < reply.completion_tokens <= 12
+    assert "<tools>" in model.render(row["messages"][:2], json.loads(row["tools"]))
+
+
+@pytest.mark.slow
+def test_lora_is_merged_into_a_plain_checkpoint(made: dict[str, Any], tmp_path: Path) -> None:
+    pytest.importorskip("peft")
+    out = tmp_path / "lora"
+    result = sft(
+        made["dataset"], "--student", made["student"], "--out", out,
+        "--max-steps", "2", "--lora", "--lr", "1e-3",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert not (out / "adapter_config.json").exists()
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(out)
+    assert not any("lora" in name for name, _ in model.named_parameters())
+
+
+def test_bad_input_is_refused_in_one_line(made: dict[str, Any], tmp_path: Path) -> None:
+    student, dataset = made["student"], made["dataset"]
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(dataset.read_text().splitlines()[0] + '\n{"text": "hi"}\n')
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for item in student.iterdir():
+        (plain / item.name).write_bytes(item.read_bytes())
+    (plain / "chat_template.jinja").write_text(
+        "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}"
+        "{% endfor %}"
+    )
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "keep.txt").write_text("mine")
+    cases = {
+        "no such dataset file": (tmp_path / "none.jsonl", student, tmp_path / "o1"),
+        f"{broken}:2: not a conversation row": (broken, student, tmp_path / "o2"),
+        "no such student folder": (dataset, tmp_path / "nobody", tmp_path / "o3"),
+        "does not render tools; convert it first: nvcc-opt train student": (
+            dataset, plain, tmp_path / "o4",
+        ),
+        "exists and is not empty; nothing overwritten": (dataset, student, taken),
+    }  # fmt: skip
+    for expected, (data, who, out) in cases.items():
+        result = sft(data, "--student", who, "--out", out)
+        assert result.exit_code == 1, result.output
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and expected in lines[0], result.output
+    assert [p.name for p in taken.iterdir()] == ["keep.txt"]
+    assert not any((tmp_path / f"o{n}").exists() for n in range(1, 5))

@@ -1,0 +1,166 @@
+"""Distillation: trl's SFTTrainer on tool-using conversations, loss on the assistant's turns only.
+
+The student's chat template marks each assistant turn's output (its text, its <tool_call> blocks
+with their arguments, its closing <|im_end|>) with `{% generation %}`; with
+`assistant_only_loss=True` trl turns everything else (the system prompt with the tools, the user
+turns, the tool results) into label -100. So the student learns to call tools as the teacher did
+and never learns to write tool results. LoRA is optional and merged before saving, so the
+checkpoint in OUT loads as a plain model: `nvcc-opt optimize --model hf:OUT`.
+
+Everything is checked before anything loads, and the run trains in a folder beside OUT that
+becomes OUT only when the checkpoint and `train_log.json` are complete: a failed or killed run
+leaves OUT as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from nvcc_opt_train.conversations import read_dataset
+from nvcc_opt_train.student import StudentError, check_student, refuse_nonempty
+
+TRAIN_LOG = "train_log.json"
+
+
+@dataclass(frozen=True)
+class SFTSettings:
+    """What `nvcc-opt train sft` takes besides its paths."""
+
+    epochs: float = 3.0  # passes over the dataset (unless max_steps stops earlier)
+    max_steps: int = -1  # optimizer steps; -1: as many as the epochs take
+    lr: float = 2e-5  # peak learning rate (LoRA usually wants ~1e-4 or more)
+    batch: int = 1  # conversations per device per forward pass
+    grad_accum: int = 1  # forward passes per optimizer step
+    max_length: int | None = 8192  # tokens per conversation; longer ones are cut at the end
+    lora: bool = False  # train LoRA adapters (peft) and merge them into the saved weights
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class SFTResult:
+    out: Path
+    losses: list[float]  # the training loss at each logged optimizer step, in order
+    steps: int
+    seconds: float
+
+
+def train_sft(dataset: Path, student: Path, out: Path, settings: SFTSettings) -> SFTResult:
+    """Fine-tune `student` on the conversations in `dataset`; the checkpoint goes to `out`.
+    ConversationError / StudentError (one line each) before anything is loaded."""
+    refuse_nonempty(out)
+    rows = read_dataset(dataset)
+    tokenizer = check_student(student)
+    if settings.lora:
+        _require("peft", "--lora needs peft: pip install peft")
+    work = Path(tempfile.mkdtemp(dir=_existing_parent(out), prefix=f".{out.name}.sft-"))
+    try:
+        began = time.monotonic()
+        trainer = _trainer(rows, student, tokenizer, work / "trainer", settings)
+        trainer.train()
+        seconds = time.monotonic() - began
+        losses = _save(trainer, tokenizer, student, work / "model", settings)
+        log = {
+            "dataset": str(dataset),
+            "student": str(student),
+            "conversations": len(rows),
+            "settings": asdict(settings),
+            "seconds": seconds,
+            "steps": [e for e in trainer.state.log_history if "loss" in e],
+            "summary": [e for e in trainer.state.log_history if "train_runtime" in e],
+        }
+        (work / "model" / TRAIN_LOG).write_text(json.dumps(log, indent=1), encoding="utf-8")
+        refuse_nonempty(out)  # again: something may have appeared there while training
+        if out.exists():
+            out.rmdir()
+        (work / "model").rename(out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return SFTResult(out, losses, int(trainer.state.global_step), seconds)
+
+
+def _trainer(
+    rows: list[dict[str, Any]], student: Path, tokenizer: Any, work: Path, settings: SFTSettings
+) -> Any:
+    import datasets  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    import torch  # type: ignore[import-not-found, unused-ignore]
+    import transformers  # type: ignore[import-not-found, unused-ignore]
+    from trl import (  # type: ignore[attr-defined, import-not-found, unused-ignore]
+        SFTConfig,
+        SFTTrainer,
+    )
+
+    # float32 master weights; bf16 autocast where a GPU has it
+    model: Any = transformers.AutoModelForCausalLM.from_pretrained(
+        student, dtype=torch.float32, local_files_only=True
+    )
+    cuda = torch.cuda.is_available()
+    config = SFTConfig(
+        output_dir=str(work),
+        num_train_epochs=settings.epochs,
+        max_steps=settings.max_steps,
+        learning_rate=settings.lr,
+        per_device_train_batch_size=settings.batch,
+        gradient_accumulation_steps=settings.grad_accum,
+        max_length=settings.max_length,
+        seed=settings.seed,
+        assistant_only_loss=True,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        bf16=cuda and torch.cuda.is_bf16_supported(),
+        use_cpu=not cuda,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    return SFTTrainer(
+        model=model,
+        args=config,
+        train_dataset=datasets.Dataset.from_list(rows).remove_columns(["meta"]),
+        processing_class=tokenizer,
+        peft_config=_lora_config() if settings.lora else None,
+    )
+
+
+def _lora_config() -> Any:
+    from peft import LoraConfig  # type: ignore[import-not-found, unused-ignore]
+
+    return LoraConfig(
+        r=16, lora_alpha=32, lora_dropout=0.05, target_modules="all-linear", task_type="CAUSAL_LM"
+    )
+
+
+def _save(
+    trainer: Any, tokenizer: Any, student: Path, where: Path, settings: SFTSettings
+) -> list[float]:
+    """The trained weights (LoRA merged) in the student's own dtype, its tokenizer (the same
+    tool template), and the losses per step."""
+    import transformers  # type: ignore[import-not-found, unused-ignore]
+
+    model = trainer.model
+    if settings.lora:
+        model = model.merge_and_unload()
+    dtype = transformers.AutoConfig.from_pretrained(student, local_files_only=True).dtype
+    if dtype is not None:
+        model = model.to(dtype)
+    model.save_pretrained(where)
+    tokenizer.save_pretrained(where)
+    return [float(e["loss"]) for e in trainer.state.log_history if "loss" in e]
+
+
+def _existing_parent(out: Path) -> Path:
+    parent = out.absolute().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    return parent
+
+
+def _require(module: str, hint: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise StudentError(hint)

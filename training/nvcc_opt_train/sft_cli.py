@@ -1,0 +1,73 @@
+"""`nvcc-opt train sft DATASET.jsonl --student PATH --out DIR [...]`: click wiring only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from nvcc_opt_train.conversations import ConversationError
+from nvcc_opt_train.sft import TRAIN_LOG, SFTSettings, train_sft
+from nvcc_opt_train.student import StudentError
+
+DEFAULTS = SFTSettings()
+
+
+@click.command("sft")
+@click.argument("dataset", type=click.Path(path_type=Path))
+@click.option(
+    "--student",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="A student checkpoint folder (nvcc-opt train student makes one).",
+)
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="New folder.")
+@click.option("--epochs", type=float, default=DEFAULTS.epochs, show_default=True)
+@click.option(
+    "--max-steps", type=int, default=DEFAULTS.max_steps, show_default=True, help="-1: epochs."
+)
+@click.option("--lr", type=float, default=DEFAULTS.lr, show_default=True)
+@click.option("--batch", type=click.IntRange(min=1), default=DEFAULTS.batch, show_default=True)
+@click.option(
+    "--grad-accum", type=click.IntRange(min=1), default=DEFAULTS.grad_accum, show_default=True
+)
+@click.option(
+    "--max-length", type=click.IntRange(min=16), default=DEFAULTS.max_length, show_default=True
+)
+@click.option("--lora", is_flag=True, help="Train LoRA adapters (peft), merged before saving.")
+@click.option("--seed", type=int, default=DEFAULTS.seed, show_default=True)
+def sft(
+    dataset: Path,
+    student: Path,
+    out: Path,
+    epochs: float,
+    max_steps: int,
+    lr: float,
+    batch: int,
+    grad_accum: int,
+    max_length: int,
+    lora: bool,
+    seed: int,
+) -> None:
+    """Fine-tune a student on DATASET (conversations from nvcc-opt train collect), loss on the
+    assistant's turns only (tool calls and their arguments included, tool results masked); the
+    checkpoint in OUT loads with nvcc-opt optimize --model hf:OUT."""
+    settings = SFTSettings(
+        epochs=epochs,
+        max_steps=max_steps,
+        lr=lr,
+        batch=batch,
+        grad_accum=grad_accum,
+        max_length=max_length,
+        lora=lora,
+        seed=seed,
+    )
+    try:
+        result = train_sft(dataset, student, out, settings)
+    except (ConversationError, StudentError) as err:
+        raise click.ClickException(str(err)) from err
+    first, last = (result.losses[0], result.losses[-1]) if result.losses else (0.0, 0.0)
+    click.echo(
+        f"trained {result.steps} steps in {result.seconds:.1f} s, loss {first:.4f} -> {last:.4f}; "
+        f"checkpoint: {result.out} (loss per step: {result.out / TRAIN_LOG})"
+    )
