@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from nvcc_opt_train.cli import train
 
+from nvcc_opt_train.cli import train
 from tests.conftest import gpu_available, nvcc_available
 
 APPS = Path(__file__).resolve().parent / "fixtures" / "train_apps"

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
+from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt_train.cli import train
 from nvcc_opt_train.exclusion import (
     Exclusion,
@@ -22,8 +24,6 @@ from nvcc_opt_train.exclusion import (
     shipped_list,
 )
 from nvcc_opt_train.problemset import Problem, ProblemSet, ProblemSetError
-
-from nvcc_opt.regions.scan import region_text, scan
 
 REPO = Path(__file__).resolve().parent.parent
 SUITE = REPO / "benchmarks" / "suite"

@@ -16,14 +16,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from nvcc_opt.config import load
+from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt_train.importers import Skip, cuda13
 from nvcc_opt_train.importers.hecbench import HecbenchError, HecbenchOptions, import_hecbench
 from nvcc_opt_train.importers.makefile import read_makefile
 from nvcc_opt_train.importers.tagging import find_kernels, tag_pair, tag_single
 from nvcc_opt_train.problemset import Problem
-
-from nvcc_opt.config import load
-from nvcc_opt.regions.scan import region_text, scan
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hecbench"
 SCALE = ("scale_kernel", "shift_kernel", "square_kernel")

@@ -14,13 +14,12 @@ from click.testing import CliRunner
 pytest.importorskip("trl")
 pytest.importorskip("nvcc_opt_train")
 
+from nvcc_opt.agent.backends import hf_local  # noqa: E402
+from nvcc_opt.agent.backends.templates import HERMES_TOOLS_TEMPLATE  # noqa: E402
 from nvcc_opt_train.cli import train  # noqa: E402
 from nvcc_opt_train.conversations import conversation, write_dataset  # noqa: E402
 from nvcc_opt_train.sft import TRAIN_LOG, SFTSettings, _trainer  # noqa: E402
 from nvcc_opt_train.tiny import tiny_student  # noqa: E402
-
-from nvcc_opt.agent.backends import hf_local  # noqa: E402
-from nvcc_opt.agent.backends.templates import HERMES_TOOLS_TEMPLATE  # noqa: E402
 from tests.test_train_conversations import scripted_traces  # noqa: E402
 
 

@@ -14,14 +14,13 @@ from click.testing import CliRunner
 pytest.importorskip("transformers")
 pytest.importorskip("nvcc_opt_train")
 
-from nvcc_opt_train.cli import train  # noqa: E402
-from nvcc_opt_train.tiny import tiny_student  # noqa: E402
-
 from nvcc_opt.agent.backends import hf_local  # noqa: E402
 from nvcc_opt.agent.backends.templates import (  # noqa: E402
     HERMES_TOOLS_TRAINING_TEMPLATE,
     TEMPLATE_NAME,
 )
+from nvcc_opt_train.cli import train  # noqa: E402
+from nvcc_opt_train.tiny import tiny_student  # noqa: E402
 
 PLAIN_CHATML = (
     "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}"
