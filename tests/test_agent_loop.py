@@ -134,6 +134,7 @@ def test_native_call_then_answer_exact_trace(
             "task": "t1",
             "model": "scripted",
             "tools": FILES,
+            "tool_schemas": toolbox.schemas(FILES),
             "limits": {
                 "turns": 30,
                 "tokens": 200_000,

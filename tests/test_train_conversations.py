@@ -192,7 +192,11 @@ def test_trace_that_is_not_v1_is_refused_naming_the_file(
         "no_messages.json": {k: v for k, v in data.items() if k != "messages"},
         "bad_role.json": {**data, "messages": [{"role": "robot", "content": "x"}]},
         "no_assistant.json": {**data, "messages": data["messages"][:2]},
-        "unknown_tool.json": {**data, "meta": {**data["meta"], "tools": ["teleport"]}},
+        "unknown_tool.json": {
+            **data,
+            "meta": {k: v for k, v in data["meta"].items() if k != "tool_schemas"}
+            | {"tools": ["teleport"]},
+        },
     }
     for name, broken in cases.items():
         path = tmp_path / name

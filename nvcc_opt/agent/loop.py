@@ -117,7 +117,12 @@ class Agent:
     def run(self, system: str, user: str) -> Outcome:
         """Converse until the model answers or something stops it; the outcome says which."""
         self.started = self.clock()
-        meta = {"model": self.model.name, "tools": self.tools, "limits": asdict(self.limits)}
+        meta = {
+            "model": self.model.name,
+            "tools": self.tools,
+            "tool_schemas": self.schemas,  # as the model saw them: training replays these
+            "limits": asdict(self.limits),
+        }
         self.trace.add_meta(**meta)
         self._add({"role": "system", "content": system})
         self._add({"role": "user", "content": user})

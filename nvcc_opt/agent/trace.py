@@ -2,7 +2,7 @@
 
 File format (JSON), read by training:
     {"format": "nvcc-opt/trace", "version": 1,
-     "meta": {...},               # model, tools, limits, and whatever the caller adds
+     "meta": {...},               # model, tools, tool_schemas, limits, and what the caller adds
      "messages": [...],           # the conversation exactly as the model saw it
      "steps": [{"turn", "model_s", "prompt_tokens", "completion_tokens", "text", "raw",
                 "calls": [{"id", "name", "arguments", "source", "result", "error", "seconds"}],
