@@ -9,10 +9,10 @@ from typing import Any
 import click
 
 from nvcc_opt.tools.catalog import ALL_TOOL_NAMES
-from nvcc_opt_train.collect_cli import build_options, run_options, say_progress
 from nvcc_opt_train.evaluate import EvalError, read_evaluation, render_table, run_eval
 from nvcc_opt_train.problemset import ProblemSetError
 from nvcc_opt_train.runs import RunsError
+from nvcc_opt_train.runs_cli import build_options, run_options, say_progress
 
 
 @click.command("eval")
