@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 import types
 from pathlib import Path
@@ -24,6 +25,8 @@ from nvcc_opt_train.problemset import Problem, ProblemSet, ProblemSetError
 from nvcc_opt_train.runs import RUNS, RegionResult, RunsError, read_runs, run_problems
 
 from nvcc_opt.suite_bench import Options
+from tests.conftest import needs_nvcc
+from tests.openai_server import Step, call, completion, scripted_server
 
 
 # --- stand-ins, in tests only, for modules other engineers write (conversations.py with
@@ -72,6 +75,7 @@ from nvcc_opt_train.collect import (  # noqa: E402 (after the stand-ins)
 )
 from nvcc_opt_train.collect_cli import collect as collect_command  # noqa: E402
 
+MINI = Path(__file__).parent / "fixtures" / "suite_mini"
 EXCLUSION = {"kernels": [], "similarity": 0.8, "sources": []}  # what the stand-in looks for
 
 FAKE_NVCC_OPT = """\
@@ -339,3 +343,56 @@ def test_collect_refuses_a_half_written_set_in_one_line(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1 and "half-written problem set" in result.output
     assert len(result.output.strip().splitlines()) == 1 and not out.exists()
+
+
+# --- end to end: the real optimize, its real verification and store, on host-only apps ------
+
+
+def _answer(code: str, explanation: str) -> str:
+    return (
+        "Done.\n```json\n" + json.dumps({"final_code": code, "explanation": explanation}) + "\n```"
+    )
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_collect_end_to_end_with_a_scripted_teacher(tmp_path: Path, exe: str) -> None:
+    """No fake here: suite_mini's apps run on the host, so the real optimize times and verifies
+    them; the teacher is a scripted OpenAI-compatible server on loopback."""
+    root = tmp_path / "set"
+    problemset = ProblemSet.begin(root, [{"from": "suite_mini"}])
+    for name in ("alpha", "beta", "common"):
+        shutil.copytree(MINI / name, root / "problems" / name)
+    problemset.finish(
+        [
+            Problem("alpha", "suite", "alpha", ("src/work.cu:accumulate",), ("accumulate",)),
+            Problem("beta", "suite", "beta", ("src/scale.cu:weighted_sum",), ("weighted_sum",)),
+        ],
+        {"exclusion": EXCLUSION},
+    )
+    work = (MINI / "alpha" / "src" / "work.cu").read_text().split("// @optimize\n", 1)[1]
+    half = work.replace("++p)", "p += 2)")  # every pass computes the same sum: half of them
+    scale = (MINI / "beta" / "src" / "scale.cu").read_text().split("// @optimize\n", 1)[1]
+    wrong = scale.replace("w * x[i]", "x[i]")
+    trying = call("c1", "benchmark_code", json.dumps({"code": half}))
+    script = [
+        Step(completion("Trying half the passes.", tool_calls=[trying])),
+        Step(completion(_answer(half, "Half the passes: each computes the same sum."))),
+        Step(completion(_answer(wrong, "Dropped the weight: 2x faster, I measured it."))),
+    ]
+    with scripted_server(script, lifetime_s=300) as server:
+        options = Options(
+            suite=tmp_path, spec=f"openai:scripted@{server.base_url}", out=tmp_path / "out",
+            turns=3, time_s=120, launcher=exe,
+            cmake_args=("-DCMAKE_CUDA_ARCHITECTURES=90",),
+        )  # fmt: skip
+        summary, progress = collect(root, options)
+    assert progress.remaining == 0 and summary.runs == 2
+    assert summary.kept == 1 and summary.dropped == {"wrong final": 1}
+    alpha, beta = sorted(read_runs(options.out), key=lambda r: r.id)
+    (kept,) = alpha.results
+    assert kept.status == "proposed" and kept.speedup > 1.5 and kept.rewrite_id is not None
+    assert "benchmark_code" in kept.tools and 4 <= len(kept.tools) <= 6
+    assert beta.results[0].outcome == "wrong final" and beta.results[0].rewrite_id is None
+    (row,) = [json.loads(line) for line in (options.out / "sft.jsonl").read_text().splitlines()]
+    assert "Half the passes" in json.dumps(row) and "Dropped the weight" not in json.dumps(row)
