@@ -23,8 +23,9 @@ from nvcc_opt_train.evaluate import (
     run_eval,
     turn_counts,
     valid_final,
+    with_traces,
 )
-from nvcc_opt_train.runs import RegionResult
+from nvcc_opt_train.runs import RegionResult, RunRecord
 
 from nvcc_opt.agent.loop import Agent, Limits
 from nvcc_opt.agent.model import Reply, ToolCall
@@ -207,3 +208,22 @@ def test_compare_prints_one_row_per_model_and_names_a_missing_evaluation(
         (tmp_path / "bad").mkdir()
         (tmp_path / "bad" / EVAL_JSON).write_text("[1]")
         read_evaluation(tmp_path / "bad")
+
+
+def test_a_trace_that_is_not_v1_is_named_and_nothing_is_written(tmp_path: Path) -> None:
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "a-run1.json").write_text(
+        json.dumps(
+            {
+                "format": "nvcc-opt/trace",
+                "version": 2,
+                "meta": {},
+                "messages": [],
+                "steps": [],
+                "outcome": None,
+            }
+        )  # fmt: skip
+    )
+    records = [RunRecord("a", 1, 1, None, 1.0, None, (_result(trace="traces/a-run1.json"),))]
+    with pytest.raises(EvalError, match=r"traces/a-run1.json: trace version 2; this nvcc-opt"):
+        with_traces(records, tmp_path)
