@@ -253,6 +253,10 @@ def render_markdown(e: Evaluation) -> str:
             "trained on them has seen them)."
         )
     lines += ["", render_table([e])]
+    lines.append(
+        "A turn that gives the final answer calls no tool, so even a flawless run stays below "
+        "100% well-formed tool-call turns."
+    )
     outcomes = ", ".join(f"{k} {n}" for k, n in e.outcomes.items()) or "none"
     lines.append(
         f"Outcomes of the {e.runs} region runs ({e.problem_runs} problem runs): {outcomes}."
