@@ -53,10 +53,11 @@ def _stand_in_exclusion() -> types.ModuleType:
     module = types.ModuleType("nvcc_opt_train.exclusion")
 
     def require_exclusion(problemset: ProblemSet) -> None:
-        if "exclusion" not in problemset.manifest:
-            raise ProblemSetError(f"{problemset.root}: no exclusion record")
+        if "list_sha256" not in problemset.manifest.get("exclusion", {}):
+            raise ProblemSetError(f"{problemset.root}: made without the exclusion")
 
     module.require_exclusion = require_exclusion  # type: ignore[attr-defined]
+    module.list_sha256 = lambda: "stand-in"  # type: ignore[attr-defined]
     return module
 
 
@@ -76,7 +77,10 @@ from nvcc_opt_train.collect import (  # noqa: E402 (after the stand-ins)
 from nvcc_opt_train.collect_cli import collect as collect_command  # noqa: E402
 
 MINI = Path(__file__).parent / "fixtures" / "suite_mini"
-EXCLUSION = {"kernels": [], "similarity": 0.8, "sources": []}  # what the stand-in looks for
+from nvcc_opt_train.exclusion import list_sha256  # noqa: E402
+
+# The manifest's record of the exclusion, as `require_exclusion` checks it
+EXCLUSION = {"list_sha256": list_sha256(), "names": 0, "texts": 0, "exclude_from": []}
 
 FAKE_NVCC_OPT = """\
 import json, os, random, sys
