@@ -14,7 +14,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import signal
+import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -83,7 +86,7 @@ from nvcc_opt_train.exclusion import list_sha256  # noqa: E402
 EXCLUSION = {"list_sha256": list_sha256(), "names": 0, "texts": 0, "exclude_from": []}
 
 FAKE_NVCC_OPT = """\
-import json, os, random, sys
+import json, os, random, sys, time
 from pathlib import Path
 
 if sys.argv[1] != "optimize":
@@ -91,6 +94,8 @@ if sys.argv[1] != "optimize":
 args = sys.argv[2:]
 with open(os.environ["FAKE_LOG"], "a") as log:
     log.write(json.dumps({"app": Path.cwd().name, "args": args}) + "\\n")
+while Path("hang").exists():  # until the caller is interrupted (SIGINT ends this too)
+    time.sleep(0.1)
 
 from nvcc_opt.agent.loop import Agent, Limits
 from nvcc_opt.agent.model import Reply, ToolCall
@@ -400,3 +405,34 @@ def test_collect_end_to_end_with_a_scripted_teacher(tmp_path: Path, exe: str) ->
     assert beta.results[0].outcome == "wrong final" and beta.results[0].rewrite_id is None
     (row,) = [json.loads(line) for line in (options.out / "sft.jsonl").read_text().splitlines()]
     assert "Half the passes" in json.dumps(row) and "Dropped the weight" not in json.dumps(row)
+
+
+def test_a_run_interrupted_by_ctrl_c_is_not_recorded_and_runs_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = problem_set(tmp_path, {"a": CLAIMED, "b": CLAIMED})
+    (root / "problems" / "b" / "hang").write_text("")
+    options = fake_options(tmp_path, monkeypatch)
+    code = (
+        "import signal, sys; from pathlib import Path; from nvcc_opt.suite_bench import Options;"
+        " from nvcc_opt_train.problemset import ProblemSet;"
+        " from nvcc_opt_train.runs import run_problems;"
+        " signal.signal(signal.SIGINT, signal.default_int_handler);"
+        " root, out, launcher = map(Path, sys.argv[1:]);"
+        " options = Options(suite=root, spec='search', out=out, launcher=str(launcher));"
+        " print(run_problems(ProblemSet.open(root), 'train', options), flush=True)"
+    )
+    argv = [sys.executable, "-c", code, str(root), str(options.out), options.launcher]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
+        deadline = time.monotonic() + 60
+        while [c["app"] for c in optimize_calls(tmp_path)] != ["a", "b"]:
+            assert time.monotonic() < deadline and run.poll() is None, run.communicate()
+            time.sleep(0.1)
+        run.send_signal(signal.SIGINT)
+        stdout, stderr = run.communicate(timeout=60)
+    assert "finished=1, remaining=1, interrupted=True" in stdout, stdout + stderr
+    assert [r.id for r in read_runs(options.out)] == ["a"], "b was stopped: not a result"
+    (root / "problems" / "b" / "hang").unlink()
+    again = run_problems(ProblemSet.open(root), "train", options)
+    assert (again.done_before, again.finished) == (1, 1)
+    assert [r.id for r in read_runs(options.out)] == ["a", "b"]
