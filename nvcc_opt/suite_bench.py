@@ -37,6 +37,7 @@ import subprocess
 import threading
 import time
 import tomllib
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -96,6 +97,8 @@ class Options:
     command_line: str = ""
     gpus: tuple[str, ...] = ()  # one app run per GPU at once; (): one at a time, env untouched
     start_within_s: float | None = None  # no run starts later than this after the bench began
+    optimize_args: tuple[str, ...] = ()  # added to every optimize call (e.g. --parity, --tools)
+    seed_per_app: bool = False  # optimize's --seed from the app's name and the run (run_seed)
 
 
 # --- --gpus ---------------------------------------------------------------------------------
@@ -415,17 +418,27 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         os.killpg(pid, sig)
 
 
-def optimize_argv(options: Options, run: int, gpu: str | None = None) -> list[str]:
+def run_seed(options: Options, app: str, run: int) -> int:
+    """optimize's --seed for one run: the run's number, or with `seed_per_app` a stable number
+    from the app's name and the run, so that --parity's random tool subsets differ between the
+    apps of one run and not only between runs."""
+    if not options.seed_per_app:
+        return run
+    return zlib.crc32(f"{app}\0{run}".encode()) % 1_000_003
+
+
+def optimize_argv(options: Options, run: int, gpu: str | None = None, app: str = "") -> list[str]:
     """optimize's command line; with the run's GPU (--gpus), optimize's own `--gpus ID`, so the
     app's runs take that GPU rather than the first of its `[gpu] devices`."""
-    argv = [options.launcher, "optimize", "--model", options.spec, "--json", "--seed", str(run)]
+    seed = str(run_seed(options, app, run))
+    argv = [options.launcher, "optimize", "--model", options.spec, "--json", "--seed", seed]
     if gpu is not None:
         argv += ["--gpus", gpu]
     if options.time_s is not None:
         argv += ["--time", f"{options.time_s:g}"]
     if options.turns is not None:
         argv += ["--turns", str(options.turns)]
-    return argv
+    return argv + list(options.optimize_args)
 
 
 def optimize_timeout(options: Options, regions: int) -> float:
@@ -504,7 +517,7 @@ def run_app(
     regions = len(app_kernels(root, build_name))
     say("optimizing")
     ran = run_streaming(
-        optimize_argv(options, run, gpu),
+        optimize_argv(options, run, gpu, app.name),
         cwd=root,
         env=env,
         timeout_s=optimize_timeout(options, regions),
@@ -656,14 +669,20 @@ Job = tuple[Path, int]  # an app and the number of its run
 
 
 def run_jobs(
-    jobs: Sequence[Job], options: Options, base: Path, echo: Callable[[str], None]
+    jobs: Sequence[Job],
+    options: Options,
+    base: Path,
+    echo: Callable[[str], None],
+    on_done: Callable[[Path, int, AppRun], None] | None = None,
 ) -> tuple[list[AppRun | None], bool]:
     """Every job's AppRun in the jobs' order, whatever order they finish in, and whether the
     bench was interrupted. As many run at once as there are GPUs in `options.gpus`, each on a GPU
     taken from a queue and given back when its run ends (so a GPU never idles while jobs wait);
     without GPUs one at a time, in the caller's environment. On Ctrl-C the runs in flight are
     stopped (see `run_app`) and the jobs not started yet give None; so do the jobs whose turn
-    comes more than `options.start_within_s` after the start."""
+    comes more than `options.start_within_s` after the start. `on_done` sees each run as it
+    ends, in its worker thread (a caller that records runs as they finish resumes after a
+    stop)."""
     free: queue.Queue[str | None] = queue.Queue()
     for gpu in options.gpus or (None,):
         free.put(gpu)
@@ -680,7 +699,10 @@ def run_jobs(
             return None  # too late to begin: the report lists the app as not started
         try:
             say = _prefixed(echo, f"[{app.name} run {run}/{options.runs}]")
-            return run_app(app, run, options, base, say, gpu, stop)
+            result = run_app(app, run, options, base, say, gpu, stop)
+            if on_done is not None:
+                on_done(app, run, result)
+            return result
         finally:
             free.put(gpu)
 
