@@ -320,3 +320,11 @@ def test_near_the_budget_end_it_combines_what_helped_before_trying_more_alone() 
 def test_with_time_to_spare_every_change_is_tried_alone_first() -> None:
     calls, answer = drive(SearchPolicy(), gpu)
     assert "not tried alone" not in answer["explanation"]
+
+
+def test_the_spec_forms_the_help_shows_all_load() -> None:
+    """`search?budget_s=S` (as SPEC_FORMS and --help write it) and `search:budget_s=S` both work."""
+    for spec in ("search?budget_s=7&max_calls=3", "search:budget_s=7&max_calls=3"):
+        policy = load(spec)
+        assert isinstance(policy, SearchPolicy), spec
+        assert (policy.budget_s, policy.max_calls) == (7, 3), spec

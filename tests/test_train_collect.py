@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from nvcc_opt_train.problemset import Problem, ProblemSet, ProblemSetError
-from nvcc_opt_train.runs import RUNS, RegionResult, RunsError, read_runs, run_problems
 
 from nvcc_opt.suite_bench import Options
+from nvcc_opt_train.problemset import Problem, ProblemSet, ProblemSetError
+from nvcc_opt_train.runs import RUNS, RegionResult, RunsError, read_runs, run_problems
 from tests.conftest import needs_nvcc
 from tests.openai_server import Step, call, completion, scripted_server
 

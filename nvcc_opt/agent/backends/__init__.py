@@ -35,7 +35,8 @@ SPEC_FORMS = (
 def load(spec: str) -> Model:
     """The model a spec string names. ValueError for a malformed spec, ModelError when the
     backend cannot be used here (not built yet, or its packages are not installed)."""
-    name, _, rest = spec.partition(":")
+    cut = min((i for i in (spec.find(":"), spec.find("?")) if i >= 0), default=len(spec))
+    name, rest = spec[:cut], spec[cut + 1 if spec[cut : cut + 1] == ":" else cut :]
     target = BACKENDS.get(name.strip())
     if target is None:
         raise ValueError(f"unknown model spec {spec!r}; use one of:\n  " + "\n  ".join(SPEC_FORMS))
