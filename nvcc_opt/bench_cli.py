@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from nvcc_opt.agent.backends import BACKENDS, SPEC_FORMS
+from nvcc_opt.agent.backends import BACKENDS, SPEC_FORMS, split_spec
 from nvcc_opt.suite_bench import Options, SuiteError, find_apps, gpu_ids, run_suite
 from nvcc_opt.suite_merge import MergeError, merge_reports
 from nvcc_opt.suite_report import Report, command_line, render_markdown, write_report
@@ -95,7 +95,7 @@ def suite(
     kernel the baseline, the best verified speedup, what changed, the wall time and the
     verdict; overall the share improved, the geometric mean speedup and the wrong finals.
     Interrupted (Ctrl-C), it writes the table of what finished and exits with status 130."""
-    if spec.partition(":")[0].strip() not in BACKENDS:
+    if split_spec(spec)[0] not in BACKENDS:
         forms = "\n  ".join(SPEC_FORMS)
         raise click.BadParameter(
             f"unknown model spec {spec!r}; use one of:\n  {forms}", param_hint="--model"

@@ -65,6 +65,9 @@ class CheckOptions:
     jobs: int  # builds at once
     gpus: tuple[str, ...]  # CUDA_VISIBLE_DEVICES values, one run per GPU at once
     cmake_args: tuple[str, ...]
+    max_run_s: float | None = (
+        60.0  # a slower run is skipped (benchmark_code runs it dozens of times)
+    )
 
 
 @dataclass(frozen=True)
@@ -135,12 +138,19 @@ def _step(what: str, argv: list[str], cwd: Path, env: dict[str, str], timeout_s:
         raise AppFailed(f"{what} failed: {_first(first)}")
 
 
-def run_app(built: Built, gpu: str, runner: Runner) -> float:
-    """One run as nvcc-opt runs it; its time in ms. AppFailed when it times out, exits non-zero,
-    prints no time, or fails its own checks (the first failing check)."""
+def run_app(built: Built, gpu: str, runner: Runner, max_s: float | None = None) -> float:
+    """One run as nvcc-opt runs it; its time in ms. AppFailed when it times out (its [run]
+    timeout_s, or `max_s` when that is shorter: a problem benchmark_code runs dozens of times
+    must not take minutes per run), exits non-zero, prints no time, or fails its own checks."""
     config = built.config
+    if max_s is not None and max_s < config.run.timeout_s:
+        config = config.model_copy(
+            update={"run": config.run.model_copy(update={"timeout_s": max_s})}
+        )
     completed, output, seconds = run_once(config, runner, Build(built.build_dir), gpu)
     if completed.timed_out:
+        if config is not built.config:
+            raise AppFailed(f"run: takes longer than {max_s:g} s (--max-run-s): too slow")
         raise AppFailed(f"run: did not finish within [run] timeout_s = {config.run.timeout_s:g} s")
     if completed.exit_status != 0:
         last = _last(output.stderr) or _last(output.stdout) or "no output"
@@ -264,7 +274,7 @@ def check_problems(
         return build_app(root / problem.app, scratch, options.cmake_args, parallel)
 
     def run(problem: Problem, built: Built, gpu: str) -> float:
-        return run_app(built, gpu, ProcessRunner())
+        return run_app(built, gpu, ProcessRunner(), options.max_run_s)
 
     same_code: dict[str, list[Problem]] = {}  # one build and run for the problems of one code
     for problem in pending:

@@ -71,6 +71,13 @@ Imported = Iterator[Problem | Skip]
     "(default: all that nvidia-smi lists).",
 )
 @click.option(
+    "--max-run-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="A problem whose run takes longer is skipped: benchmark_code runs it dozens of times.",
+)
+@click.option(
     "--cmake-arg",
     "cmake_args",
     multiple=True,
@@ -111,6 +118,7 @@ def problems(
     level: str | None,
     jobs: int | None,
     gpus: str | None,
+    max_run_s: float,
     cmake_args: tuple[str, ...],
     eval_share: float,
     split_mode: str,
@@ -138,6 +146,7 @@ def problems(
         jobs=jobs or os.cpu_count() or 1,
         gpus=chosen,
         cmake_args=cmake_args or appcheck.default_cmake_args(bool(gpus_listed)),
+        max_run_s=max_run_s,
     )
     fresh = not out.exists() or (out.is_dir() and not any(out.iterdir()))
     try:

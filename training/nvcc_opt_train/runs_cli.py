@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from nvcc_opt.agent.backends import BACKENDS, SPEC_FORMS
+from nvcc_opt.agent.backends import BACKENDS, SPEC_FORMS, split_spec
 from nvcc_opt.suite_bench import Options, SuiteError, gpu_ids
 from nvcc_opt.suite_report import command_line
 from nvcc_opt.tools.catalog import launcher_path
@@ -63,7 +63,7 @@ def build_options(
         raise click.UsageError("Missing option '--model'.")
     if out is None:
         raise click.UsageError("Missing option '--out'.")
-    if spec.partition(":")[0].strip() not in BACKENDS:
+    if split_spec(spec)[0] not in BACKENDS:
         forms = "\n  ".join(SPEC_FORMS)
         raise click.BadParameter(
             f"unknown model spec {spec!r}; use one of:\n  {forms}", param_hint="--model"

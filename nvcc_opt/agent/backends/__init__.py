@@ -32,12 +32,18 @@ SPEC_FORMS = (
 )
 
 
+def split_spec(spec: str) -> tuple[str, str]:
+    """(backend name, the rest): the name ends at the first ':' or '?' (`search?budget_s=S`,
+    `hf:PATH?device=D`); the rest drops that ':' but keeps a '?'."""
+    cut = min((i for i in (spec.find(":"), spec.find("?")) if i >= 0), default=len(spec))
+    return spec[:cut].strip(), spec[cut + 1 if spec[cut : cut + 1] == ":" else cut :]
+
+
 def load(spec: str) -> Model:
     """The model a spec string names. ValueError for a malformed spec, ModelError when the
     backend cannot be used here (not built yet, or its packages are not installed)."""
-    cut = min((i for i in (spec.find(":"), spec.find("?")) if i >= 0), default=len(spec))
-    name, rest = spec[:cut], spec[cut + 1 if spec[cut : cut + 1] == ":" else cut :]
-    target = BACKENDS.get(name.strip())
+    name, rest = split_spec(spec)
+    target = BACKENDS.get(name)
     if target is None:
         raise ValueError(f"unknown model spec {spec!r}; use one of:\n  " + "\n  ".join(SPEC_FORMS))
     return _factory(name, target)(rest)
