@@ -118,9 +118,11 @@ def import_synthetic(
     """Problems and Skips of `options.count` samples, in sample order (see the module
     docstring); the tally's lines go to `say` at the end. `model` replaces the spec's (tests),
     `runner` the process runner, `gpu` whether programs can run here (default: nvidia-smi is
-    on PATH). SyntheticError (one line) for bad options, a bad corpus or a model that fails
-    before its first answer."""
+    on PATH). SyntheticError (one line) for bad options, a bad corpus, a model spec that does
+    not load, or a model that fails before its first answer; nothing is written before the
+    options, the corpus and the spec are checked."""
     snippets = _check(corpus, options)
+    model = model or _load(options.model)
     counts = tally if tally is not None else Tally()
     run_here = options.check == "run" and (gpu if gpu is not None else _gpu_here())
     if not run_here:
@@ -141,7 +143,6 @@ def import_synthetic(
                     result.set_result(done)
                     pending.append(result)
                 else:
-                    model = model or _load(options.model)
                     answer = writer.ask(model, sample, snippets[sample.snippet], seen)
                     pending.append(pool.submit(writer.finish, sample, answer))
                 while pending and pending[0].done():
@@ -157,7 +158,7 @@ def import_synthetic(
 
 def _check(corpus: Path, options: SyntheticOptions) -> dict[str, str]:
     """The corpus' snippets by file name, after the options are checked."""
-    if options.model.partition(":")[0].strip() == "search":
+    if options.model.partition(":")[0].partition("?")[0].strip() == "search":
         raise SyntheticError(
             "--model search writes no kernels: synthetic problems need a language model "
             "(openai:..., vllm:..., hf:..., smollm2)"
