@@ -324,3 +324,59 @@ def test_a_pair_across_an_if_block_is_not_tagged() -> None:
     first, second = find_kernels("k.cu", src)[0]
     assert not isinstance(tag_single(src, first), str)
     assert tag_pair(src, first, second) == "the region would cut an #if ... #endif block in two"
+
+
+def _bench(root: Path, name: str, cmake: str, makefile: str, sources: dict[str, str]) -> None:
+    folder = root / "src" / f"{name}-cuda"
+    folder.mkdir(parents=True)
+    (folder / "CMakeLists.txt").write_text(cmake)
+    (folder / "Makefile").write_text(makefile)
+    for file, text in sources.items():
+        (folder / file).write_text(text)
+
+
+MAIN = (
+    "#include <cstdio>\n__global__ void k(float* x) { x[threadIdx.x] = 1; }\n"
+    "int main() { float* x; cudaMalloc(&x, 4); k<<<1, 1>>>(x); cudaDeviceSynchronize();\n"
+    '  printf("PASS\\n"); return 0; }\n'
+)
+
+
+def test_the_makefiles_language_flags_join_a_build_read_from_its_cmake_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--expt-relaxed-constexpr in CFLAGS and -dc in the compile rule (HeCBench's own CMake adds
+    relocatable device code to every benchmark; its CMake calls do not name it): kept."""
+    root = tmp_path / "hec"
+    makefile = (
+        "CC = nvcc\nARCH = sm_60\nprogram = main\nsource = main.cu\n"
+        "CFLAGS := -std=c++17 -arch=$(ARCH) --expt-relaxed-constexpr\n"
+        "%.o: %.cu Makefile\n\t$(CC) $(CFLAGS) -dc $< -o $@\nrun: $(program)\n\t./$(program) 3\n"
+    )
+    cmake = "add_hecbench_benchmark(\n  NAME flags\n  MODEL cuda\n  SOURCES main.cu\n)\n"
+    _bench(root, "flags", cmake, makefile, {"main.cu": MAIN})
+    monkeypatch.chdir(tmp_path)  # a relative checkout path, as a user types it
+    items = list(import_hecbench(Path("hec"), tmp_path / "p", HecbenchOptions(), lambda _: None))
+    (made,) = [p for p in items if isinstance(p, Problem)]
+    generated = (tmp_path / "p" / made.id / "CMakeLists.txt").read_text()
+    assert "--expt-relaxed-constexpr" in generated
+    assert "CUDA_SEPARABLE_COMPILATION ON" in generated
+    assert any("from its Makefile" in note for note in made.notes)
+
+
+def test_include_dirs_outside_the_folder_are_skipped_from_a_relative_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "hec"
+    cmake = (
+        'set(INC_DIR "${CMAKE_CURRENT_LIST_DIR}/../other-cuda")\n'
+        "add_hecbench_benchmark(\n  NAME near\n  MODEL cuda\n  SOURCES main.cu\n"
+        "  INCLUDE_DIRS ${INC_DIR}\n)\n"
+    )
+    makefile = "CC = nvcc\nprogram = main\nsource = main.cu\nrun: $(program)\n\t./$(program)\n"
+    _bench(root, "near", cmake, makefile, {"main.cu": MAIN})
+    monkeypatch.chdir(tmp_path)
+    items = list(import_hecbench(Path("hec"), tmp_path / "p", HecbenchOptions(), lambda _: None))
+    assert [i.reason for i in items if isinstance(i, Skip)] == [
+        "includes outside its folder (its build uses ../other-cuda)"
+    ]

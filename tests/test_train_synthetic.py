@@ -15,6 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+
+from nvcc_opt.agent.model import ModelError, Reply
+from nvcc_opt.agent.scripted import ScriptedModel
+from nvcc_opt.regions.scan import scan
+from nvcc_opt.workspace.runner import Completed, ProcessRunner, Runner, completed
 from nvcc_opt_train import synthetic_prompt as prompt
 from nvcc_opt_train.importers import Skip
 from nvcc_opt_train.importers.synthetic import (
@@ -27,11 +32,6 @@ from nvcc_opt_train.importers.synthetic import (
 )
 from nvcc_opt_train.importers.synthetic_build import RUN_TIMEOUT_S, judge
 from nvcc_opt_train.problemset import Problem
-
-from nvcc_opt.agent.model import ModelError, Reply
-from nvcc_opt.agent.scripted import ScriptedModel
-from nvcc_opt.regions.scan import scan
-from nvcc_opt.workspace.runner import Completed, ProcessRunner, Runner, completed
 from tests.conftest import gpu_available
 
 needs_build = pytest.mark.skipif(

@@ -24,6 +24,7 @@ from nvcc_opt_train.importers import Skip, cuda13
 from nvcc_opt_train.importers.hecbench_build import (
     BuildSkip,
     BuildSpec,
+    add_language_flags,
     from_cmake,
     from_makefile,
     render_cmake,
@@ -135,6 +136,8 @@ def _read(
         if mk is None:
             raise BuildSkip("no build description (neither add_hecbench_benchmark nor Makefile)")
         spec = from_makefile(folder, mk)
+    elif mk is not None:
+        add_language_flags(spec, mk, (folder / "Makefile").read_text("utf-8", errors="replace"))
     used = used_files(folder, spec.sources, spec.include_dirs)
     size = sum((folder / f).stat().st_size for f in used)
     if size > options.max_bytes:
@@ -177,10 +180,15 @@ def _cuda13(folder: Path, used: list[str]) -> tuple[dict[str, bytes], list[str]]
 
 
 def _dropped(spec: BuildSpec) -> list[str]:
-    if not spec.dropped:
-        return []
-    flags = ", ".join(dict.fromkeys(spec.dropped))
-    return [f"build: dropped {flags} (CMAKE_CUDA_ARCHITECTURES and C++17 are set instead)"]
+    notes = []
+    if spec.added:
+        notes.append(
+            f"build: {', '.join(spec.added)} from its Makefile (its CMake call lacks them)"
+        )
+    if spec.dropped:
+        flags = ", ".join(dict.fromkeys(spec.dropped))
+        notes.append(f"build: dropped {flags} (CMAKE_CUDA_ARCHITECTURES and C++17 are set instead)")
+    return notes
 
 
 def _time(run: RunSpec) -> str:

@@ -89,6 +89,7 @@ class BuildSpec:
     openmp: bool = False
     separable: bool = False
     dropped: list[str] = field(default_factory=list)  # flags left out, for the notes
+    added: list[str] = field(default_factory=list)  # flags taken from the Makefile, for the notes
 
 
 def _cmake_words(text: str) -> list[str]:
@@ -119,7 +120,8 @@ def from_cmake(folder: Path) -> BuildSpec | None:
     text = path.read_text(encoding="utf-8", errors="replace")
     if re.search(r"FetchContent|GIT_REPOSITORY|ExternalProject", text):
         raise BuildSkip("its CMakeLists.txt fetches code (FetchContent/GIT_REPOSITORY)")
-    variables = {"CMAKE_CURRENT_LIST_DIR": str(folder), "CMAKE_CURRENT_SOURCE_DIR": str(folder)}
+    here = str(folder.resolve())  # absolute: a relative one would resolve inside the folder
+    variables = {"CMAKE_CURRENT_LIST_DIR": here, "CMAKE_CURRENT_SOURCE_DIR": here}
     args: dict[str, list[str]] | None = None
     cuda_language: list[str] = []
     for command, body in _cmake_calls(text):
@@ -145,6 +147,32 @@ def from_cmake(folder: Path) -> BuildSpec | None:
     _add_flags(spec, args.get("COMPILE_OPTIONS", []), folder)
     _add_libraries(spec, args.get("LINK_LIBRARIES", []))
     return spec
+
+
+# Flags without which some sources do not compile or link at all: the Makefile (HeCBench's first
+# build) has them where its CMake call leaves them to HeCBench's own CMake defaults.
+LANGUAGE_FLAGS = frozenset(
+    {"--expt-relaxed-constexpr", "--extended-lambda", "--expt-extended-lambda", "-rdc=true", "-dc"}
+)
+
+
+_RDC_IN_RULES = re.compile(r"(?<!\S)(-dc|-rdc=true|--relocatable-device-code=true)(?!\S)")
+
+
+def add_language_flags(spec: BuildSpec, mk: Makefile, text: str = "") -> None:
+    """The Makefile's language flags added to a build read from the CMake call (relocatable
+    device code for kernels that call device functions of other files, relaxed constexpr,
+    extended lambdas), each noted. `text` is the Makefile itself: its compile rule may hold
+    `-dc` outside CFLAGS."""
+    wanted = [f for f in _split(mk.get("CFLAGS")) if f in LANGUAGE_FLAGS]
+    if not spec.separable and _RDC_IN_RULES.search(text):
+        wanted.append("-dc")
+    for flag in dict.fromkeys(wanted):
+        if flag in ("-rdc=true", "-dc"):
+            spec.separable = True
+        elif flag not in spec.options:
+            spec.options.append(flag)
+        spec.added.append(flag)
 
 
 def _cmake_expand(word: str, variables: dict[str, str]) -> str:
@@ -187,6 +215,9 @@ def from_makefile(folder: Path, mk: Makefile) -> BuildSpec:
     spec = BuildSpec("Makefile", sources=[_inside_folder(folder, s) for s in sources])
     _add_flags(spec, _split(mk.get("CFLAGS")), folder)
     _add_libraries(spec, _split(mk.get("LDFLAGS")))
+    text = (folder / "Makefile").read_text(encoding="utf-8", errors="replace")
+    if not spec.separable and _RDC_IN_RULES.search(text):
+        spec.separable = True
     return spec
 
 
