@@ -56,12 +56,15 @@ def test_setup_env_says_what_it_installs_and_shows_progress(tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stdout.splitlines() if line.startswith("setup_env: ")]
-    assert len(said) == 4 and "installing the model packages" in said[2], said
+    assert len(said) == 5 and "installing the model packages" in said[2], said
+    assert "installing the training package" in said[3], said
     calls = log.read_text(encoding="utf-8").splitlines()
     installs = [c for c in calls if " pip install " in f" {c} " and "--upgrade pip" not in c]
-    assert len(installs) == 4 and all(" -q " not in f" {c} " for c in installs), installs
-    editable = next(c for c in installs if " -e " in c)
-    assert editable.startswith("ignore:Compat editable installs|")  # explained in the README
+    assert len(installs) == 5 and all(" -q " not in f" {c} " for c in installs), installs
+    editables = [c for c in installs if " -e " in c]
+    assert len(editables) == 2 and editables[1].rstrip().split()[-3].endswith("/training")
+    # compat mode (explained in the README) for both editable installs
+    assert all(c.startswith("ignore:Compat editable installs|") for c in editables)
     quiet = subprocess.run(
         ["bash", tmp_path / "tests" / "setup_env.sh"],
         capture_output=True,

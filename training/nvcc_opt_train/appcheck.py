@@ -271,6 +271,9 @@ def check_problems(
 
     def build(problem: Problem) -> Built:
         scratch = root / CHECK_DIR / problem.id
+        # a check that was not recorded starts clean: a run killed mid-configure leaves a
+        # half-written CMake cache that would fail every later configure
+        shutil.rmtree(scratch, ignore_errors=True)
         return build_app(root / problem.app, scratch, options.cmake_args, parallel)
 
     def run(problem: Problem, built: Built, gpu: str) -> float:
