@@ -10,13 +10,15 @@ WorkerLost or ManagerLost); the pool goes on with the rest.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
 import shutil
 import sys
 import traceback
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, InvalidStateError
+from functools import partial
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -61,6 +63,20 @@ def load_config(path: Path) -> Any:
     return config
 
 
+def _copy(future: Future[Any], task: Future[Any]) -> None:
+    """The outcome of Parsl's task into the Future the caller holds: a plain Future, so that
+    `cancel` (which Parsl's own futures refuse) works for a call not yet done, as Executor.map
+    expects when it stops early."""
+    if future.cancelled():
+        return
+    with contextlib.suppress(InvalidStateError):  # cancelled meanwhile
+        exc = task.exception()
+        if exc is None:
+            future.set_result(task.result())
+        else:
+            future.set_exception(exc)
+
+
 def _scripts_on_path() -> None:
     """Parsl starts its interchange and local workers by script name (interchange.py,
     process_worker_pool.py), installed beside this interpreter: a venv used without activating
@@ -91,7 +107,8 @@ class ParslPool(Executor):
         if self._shut:
             raise RuntimeError("cannot submit to a pool after shutdown")
         self._check_serializable(fn, args, kwargs)
-        future: Future[T] = self._app(fn, args, kwargs)
+        future: Future[T] = Future()
+        self._app(fn, args, kwargs).add_done_callback(partial(_copy, future))
         self._futures = [f for f in self._futures if not f.done()]
         self._futures.append(future)
         return future
