@@ -114,3 +114,15 @@ def test_a_missing_config_file_and_a_missing_parsl_are_one_line(
     with pytest.raises(PoolError) as caught:
         open_pool(f"parsl:{EXAMPLE}")
     assert str(caught.value) == INSTALL and "pip install" in INSTALL
+
+
+@needs_parsl
+@pytest.mark.parametrize(
+    "name, provider", [("parsl_slurm", "SlurmProvider"), ("parsl_flux", "LocalProvider")]
+)
+def test_the_documented_cluster_configs_are_configs(name: str, provider: str) -> None:
+    """The Slurm and Flux examples of PARSL.md load (no cluster here to start them on)."""
+    config = load_config(EXAMPLE.with_name(f"{name}.py"))
+    (executor,) = config.executors
+    assert type(executor).__name__ == "HighThroughputExecutor"
+    assert type(executor.provider).__name__ == provider
