@@ -12,12 +12,15 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from nvcc_opt.config import load
 from nvcc_opt.pool import gpu_lease, lease_stats, open_pool, timed
 from nvcc_opt.tools.microbench import Microbench
+from nvcc_opt.tools.profile import Profile
+from nvcc_opt.verify import final
 from nvcc_opt.verify.measure import Build, observed_run
 from nvcc_opt.workspace.runner import ProcessRunner, ScriptedRunner, completed
 
@@ -245,3 +248,29 @@ def test_microbenchmark_runs_hold_their_gpu(tmp_path: Path) -> None:
     Microbench(probe, tmp_path, gpu="3")._run(tmp_path, [], 2)
     assert probe.leased == [True]
     assert not _busy("3")
+
+
+def _project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "build").mkdir(parents=True)
+    (root / "nvcc-opt.toml").write_text(PROJECT.replace("LOG", "/dev/null"), encoding="utf-8")
+    return root
+
+
+def test_profiler_runs_hold_their_gpu(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    probe = _LeaseProbe()
+    bench = SimpleNamespace(config=load(root), gpu="5", runner=probe)
+    Profile(bench)._run(["ncu", "--csv"], root / "build")  # type: ignore[arg-type]
+    assert probe.leased == [True] and probe.calls[0].argv[0] == "ncu"
+    assert not _busy("5")
+
+
+def test_sanitizer_runs_hold_their_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GPU here: compute-sanitizer and nvidia-smi are said to exist, the runs are scripted."""
+    root = _project(tmp_path)
+    probe = _LeaseProbe()
+    monkeypatch.setattr(final.shutil, "which", lambda name: f"/usr/bin/{name}")
+    problems = final._sanitize(load(root), probe, Build(root / "build"), "6", [])
+    assert problems == [] and probe.leased == [True, True]  # memcheck, racecheck
+    assert [c.argv[2] for c in probe.calls] == ["memcheck", "racecheck"]

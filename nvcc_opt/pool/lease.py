@@ -5,10 +5,13 @@ profiler or of a microbenchmark on a GPU takes a lease on that GPU first, so two
 never share a device, whichever thread, process or pool worker of this host starts them.
 
 A lease is an exclusive `flock` on a lock file per GPU id and host in the lease folder
-(`$NVCC_OPT_LEASE_DIR`, else `/tmp/nvcc-opt-leases-<uid>`). The kernel drops a flock when its
+(`$NVCC_OPT_LEASE_DIR`, else `/tmp/nvcc-opt-leases-<user>`: /tmp itself, not $TMPDIR, so every
+process of a user on this host agrees whatever TMPDIR it was given; users who share a GPU point
+NVCC_OPT_LEASE_DIR at one folder all of them can write). The kernel drops a flock when its
 holder's file descriptor closes, also when the holder is killed: a crashed worker's lease is
 free again at once, with nothing to clean up. Lock files are never deleted (deleting one while
-another process waits on it would let two holders in).
+another process waits on it would let two holders in). `fcntl.flock` is used directly (it is
+what filelock uses on Unix) because the whole-host lease below needs shared locks as well.
 
 The GPU id is the CUDA_VISIBLE_DEVICES value of the run: "0", "1,2" (both, taken in sorted
 order so two multi-GPU runs cannot deadlock), a UUID or MIG id as given (one device spelled two
@@ -29,7 +32,6 @@ import hashlib
 import os
 import re
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -72,11 +74,11 @@ _held = threading.local()  # GPU ids this thread holds: taking one again does no
 
 
 def lease_dir() -> Path:
-    """The folder of lock files: $NVCC_OPT_LEASE_DIR, else one per user under the temp dir."""
+    """The folder of lock files: $NVCC_OPT_LEASE_DIR, else one per user under /tmp."""
     named = os.environ.get(LEASE_DIR_ENV)
     if named:
         return Path(named)
-    return Path(tempfile.gettempdir()) / f"nvcc-opt-leases-{_user()}"
+    return Path("/tmp") / f"nvcc-opt-leases-{_user()}"
 
 
 def _user() -> str:
