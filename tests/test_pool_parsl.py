@@ -57,6 +57,7 @@ def kill_own_worker() -> None:
 
 
 @needs_parsl
+@pytest.mark.slow  # the pool's start (a real interchange and workers) takes seconds
 def test_parsl_pool_runs_real_calls_at_once(pool: Executor, tmp_path: Path) -> None:
     futures = [pool.submit(rendezvous, str(tmp_path), i, WORKERS) for i in range(WORKERS)]
     results = [f.result(timeout=60) for f in futures]
@@ -68,6 +69,7 @@ def test_parsl_pool_runs_real_calls_at_once(pool: Executor, tmp_path: Path) -> N
 
 
 @needs_parsl
+@pytest.mark.slow  # the pool's start (a real interchange and workers) takes seconds
 def test_a_worker_killed_mid_call_fails_that_call_and_the_pool_goes_on(pool: Executor) -> None:
     lost = pool.submit(kill_own_worker)
     with pytest.raises(Exception) as caught:
@@ -77,6 +79,7 @@ def test_a_worker_killed_mid_call_fails_that_call_and_the_pool_goes_on(pool: Exe
 
 
 @needs_parsl
+@pytest.mark.slow  # the pool's start (a real interchange and workers) takes seconds
 def test_a_call_that_cannot_be_pickled_is_refused_at_submit(pool: Executor) -> None:
     with pytest.raises(PoolError) as caught:
         pool.submit(sorted, (i for i in range(3)))
