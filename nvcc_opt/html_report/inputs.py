@@ -5,6 +5,7 @@ table off its schema (lulesh.py), a store that cannot be read."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from nvcc_opt.agent.trace import Trace, TraceError, load_trace
 from nvcc_opt.records import Rewrite
 from nvcc_opt.suite_merge import MergeError, load_report
 from nvcc_opt.suite_report import Report
+
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class InputError(ValueError):
@@ -61,20 +64,27 @@ def load_traces(folder: Path) -> list[TraceFile]:
 
 
 def load_store(path: Path) -> list[Rewrite]:
-    """Every rewrite in the store at `path`, oldest first; the store is only read."""
-    from nvcc_opt.store.errors import StoreError
+    """Every rewrite in the store at `path`, oldest first. The store is only read: one that the
+    standard-library reader cannot open as it is (an older schema, damage) is named, never
+    migrated or moved aside as the commands that keep a store do."""
     from nvcc_opt.store.read import open_reader
 
     if not path.is_file():
         raise InputError(f"{path}: no such store (--store)")
     try:
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+        if head != SQLITE_HEADER:
+            raise InputError(f"{path}: not a store (not an SQLite database)")
         reader = open_reader(path)
-        if reader is not None:
-            with reader:
-                return reader.rewrites()
-        from nvcc_opt.store.api import Store
-
-        with Store.open(path) as store:
-            return store.rewrites()
-    except (StoreError, OSError, ValueError) as exc:
+        if reader is None:
+            raise InputError(
+                f"{path}: cannot read this store as it is (an older schema, or damaged): "
+                f"`nvcc-opt --store {path} status` upgrades or repairs it"
+            )
+        with reader:
+            return reader.rewrites()
+    except (sqlite3.Error, OSError, ValueError) as exc:
+        if isinstance(exc, InputError):
+            raise
         raise InputError(f"{path}: cannot read the store: {str(exc).splitlines()[0]}") from None
