@@ -60,6 +60,10 @@ def test_tables_link_explanations_to_traces(inputs: dict[str, Path]) -> None:
     assert "NVIDIA H200" in text and "1.031x" in text and "1.176x" in text
     # the runs as the paper counts them: the wrong final answers are 0
     assert '<span class="failed">0 (wrong final)</span>' in text
+    assert (
+        "<td>search (no tools)</td>" in text
+        and "<td>search (without compiler_analysis)</td>" in text
+    )
 
 
 def test_missing_pieces_are_sections_that_say_so(tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ def speedup_distribution(categories: Sequence[str], series: Sequence[Sequence[Se
     ax = fig.add_subplot()
     labels = [s.label for s in series[0]] if series else []
     colors = _colors(len(labels))
-    width = 0.8 / max(1, len(labels))
+    width = min(0.5, 0.8 / max(1, len(labels)))
     points = 0
     for i, group in enumerate(series):
         for j, one in enumerate(group):
@@ -217,7 +217,7 @@ def ablation(
     fig = _figure(4.4)
     ax = fig.add_subplot()
     colors = _colors(len(models))
-    width = 0.8 / max(1, len(models))
+    width = min(0.5, 0.8 / max(1, len(models)))
     points = 0
     for i, row in enumerate(cells):
         for j, one in enumerate(row):
@@ -234,7 +234,13 @@ def ablation(
                 gid=f"mark-fig3-{i}-{j}-bar",
             )
             ax.annotate(
-                f"{mean:.2f}x\nn={len(one.values)}", (x, mean), ha="center", va="bottom", fontsize=7
+                f"{mean:.2f}x (n={len(one.values)})",
+                (x + width * 0.45, mean),
+                xytext=(2, 2),
+                textcoords="offset points",
+                ha="left",
+                va="bottom",
+                fontsize=7,
             )
             points += _strip(ax, x, one, colors[j], f"mark-fig3-{i}-{j}", width * 0.5)
     for j, model in enumerate(models):

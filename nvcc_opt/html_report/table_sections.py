@@ -15,6 +15,7 @@ from nvcc_opt.html_report.page import Section, missing, table
 from nvcc_opt.html_report.runs import category_of, paper_speedup
 from nvcc_opt.html_report.traces import TraceView, view
 from nvcc_opt.suite_report import was_stopped
+from nvcc_opt.tools.catalog import TOOL_NAMES
 
 LULESH_SCHEMA = (
     'a JSON {"rows": [{"what": "kernel"|"application", "baseline_ms": .., "optimized_ms": .., '
@@ -92,6 +93,8 @@ def kernels(g: Gathered, links: TraceLinks) -> Section:
     rows = []
     for bench in g.benches:
         r = bench.report
+        tools = g.tool_set(bench).label(TOOL_NAMES)
+        model = r.model if tools == "all tools" else f"{r.model} ({tools})"
         by_kernel: dict[tuple[str, str], list[str]] = {}
         traces: dict[tuple[str, str], list[str]] = {}
         for app_run in r.runs:
@@ -112,7 +115,7 @@ def kernels(g: Gathered, links: TraceLinks) -> Section:
             key = (row.app, row.region)
             rows.append(
                 [
-                    escape(r.model),
+                    escape(model),
                     escape(row.app),
                     escape(row.region),
                     escape(category_of(row.region)),
