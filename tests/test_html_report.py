@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from nvcc_opt.html_report.runs import ToolSet, tools_from_options
+from nvcc_opt.html_report.runs import ToolSet, category_of, tools_from_options
 from tests.html_report_fixtures import SIX, TRACE, Page, full_args, inputs, report
 
 __all__ = ["inputs"]  # the fixture
@@ -170,3 +170,11 @@ def test_tool_set_labels() -> None:
     assert ToolSet(frozenset(SIX), "").label(SIX) == "all tools"
     assert ToolSet(frozenset(SIX[1:]), "").label(SIX) == "without benchmark_code"
     assert ToolSet(frozenset(), "").label(SIX) == "no tools"
+
+
+def test_categories() -> None:
+    assert category_of("Apps_PRESSURE") == "Apps"
+    assert category_of("Polybench_GEMVER") == "Polybench"
+    assert category_of("Polybench_GEMVER", "stencils") == "stencils"  # the row's own
+    assert category_of("histogram_kernel") == "all kernels"
+    assert category_of("Unknown_THING") == "all kernels"  # only RAJAPerf's groups

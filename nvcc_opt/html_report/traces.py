@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nvcc_opt.agent.trace import Trace
-from nvcc_opt.suite_report import TIMED, Tried, first_line
+from nvcc_opt.suite_report import TIMED, Tried
 from nvcc_opt.tools.bench import read_benchmark
 
 TEXT_CHARS = 240
@@ -117,7 +117,3 @@ def _call(call: dict[str, Any]) -> Call:
 def _short(value: Any, limit: int) -> str:
     text = " ".join(str(value or "").split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def first_words(text: str) -> str:
-    return first_line(text, TEXT_CHARS)
