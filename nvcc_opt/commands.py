@@ -22,6 +22,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nvcc_opt.report_cli:explain",
         "Why each region of FILE does or does not get a rewrite.",
     ),
+    "report": (
+        "nvcc_opt.html_report.cli:report",
+        "Write one self-contained HTML report of bench reports, traces, a store and LULESH.",
+    ),
     "import": (
         "nvcc_opt.transfer_cli:import_command",
         "Add the rewrites of FILE (JSON, as `export` writes) as proposed.",
