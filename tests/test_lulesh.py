@@ -251,3 +251,31 @@ def test_table_without_kernel_times_still_has_the_application_row(tmp_path: Path
     assert f"| {KERNEL} (ms) | - | - | - |" in text
     assert "| application (s) | 0.51 | 0.49 | 1.041x |" in text
     assert "kernel: not measured: nsys (Nsight Systems) is not on PATH" in text
+
+
+def test_optimize_json_is_found_after_progress_lines_with_brackets() -> None:
+    from integration.lulesh.pipeline import last_json_list
+
+    out = (
+        "[lulesh.cu:Calc gpu0] building and timing the baseline\n[1/5] Building CUDA object\n"
+        '[\n  {\n    "rewrite_id": 4,\n    "reasons": []\n  }\n]\n'
+    )
+    assert last_json_list(out) == [{"rewrite_id": 4, "reasons": []}]
+    assert last_json_list("[gpu0] nothing\n") is None
+
+
+def test_table_command_names_a_wrong_checkout(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from integration.lulesh.__main__ import main
+
+    (tmp_path / "lulesh.cc").write_text("int main() {}\n")
+    result = CliRunner().invoke(
+        main, ["table", str(tmp_path), "--model", "search", "--work", str(tmp_path / "w")]
+    )
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1:] == [
+        f"Error: {tmp_path}: a LULESH CPU layout (lulesh.cc, no cuda/src: master or 2.0 release);"
+        " expected LULESH branch 2.0.2-dev with cuda/src"
+    ]
+    assert not (tmp_path / "w" / "nvcc-opt.toml").exists()

@@ -119,12 +119,18 @@ def prepare_cmd(lulesh: Path, work: Path, size: int, iters: int, timeout: float,
     multiple=True,
     help="Passed to nvcc-opt optimize (repeat), e.g. --optimize-arg=--turns=20.",
 )
+@click.option(
+    "--force-accept",
+    is_flag=True,
+    help="nvcc-opt review --accept --force: accept what review would refuse (runs not"
+    " contained, say); recorded with the decision.",
+)
 def table_cmd(lulesh: Path, work: Path, size: int, iters: int, timeout: float, launcher: str,
               arch: str, model: str, pairs: int, out: Path | None,
-              optimize_args: tuple[str, ...]) -> None:  # fmt: skip
+              optimize_args: tuple[str, ...], force_accept: bool) -> None:  # fmt: skip
     """Build, baseline, optimize, accept, rebuild; kernel and application time, interleaved."""
     opts = Options(lulesh, work.resolve(), model, Problem(size, iters, timeout), pairs, out,
-                   launcher, arch, optimize_args)  # fmt: skip
+                   launcher, arch, optimize_args, force_accept)  # fmt: skip
     try:
         result = run_table(ProcessRunner(), opts, lambda m: click.echo(m, err=True))
     except (checkout.CheckoutError, StepError) as exc:

@@ -34,6 +34,7 @@ class Options:
     launcher: str = "nvcc-opt"
     arch: str = "90"
     optimize_args: tuple[str, ...] = ()
+    force_accept: bool = False  # review --accept --force (recorded with the decision)
 
 
 def nvcc_opt_command(launcher: str) -> list[str]:
@@ -56,10 +57,9 @@ def optimize(runner: Runner, opts: Options) -> tuple[int | None, list[str]]:
     argv = [*nvcc_opt_command(opts.launcher), "optimize", "--model", opts.model,
             "--root", str(opts.work), "--json", *opts.optimize_args, region]  # fmt: skip
     out = project.step(runner, "nvcc-opt optimize", argv, opts.work, 4 * 3600)
-    try:
-        results = json.loads(out[out.index("[") :])
-    except ValueError as exc:
-        raise StepError(f"nvcc-opt optimize printed no JSON list: {exc}") from None
+    results = last_json_list(out)
+    if results is None:
+        raise StepError("nvcc-opt optimize --json printed no JSON list after its progress lines")
     for result in results:
         if result.get("rewrite_id") is not None:
             return int(result["rewrite_id"]), list(result.get("reasons", []))
@@ -67,9 +67,25 @@ def optimize(runner: Runner, opts: Options) -> tuple[int | None, list[str]]:
     return None, reasons or ["optimize proposed no rewrite"]
 
 
+def last_json_list(out: str) -> list[dict[str, Any]] | None:
+    """The last JSON list of objects that starts a line of `out` (progress lines come first and
+    may hold brackets of their own)."""
+    decoder = json.JSONDecoder()
+    starts = [i for i, c in enumerate(out) if c == "[" and (i == 0 or out[i - 1] == "\n")]
+    for start in reversed(starts):
+        try:
+            value, _ = decoder.raw_decode(out[start:])
+        except ValueError:
+            continue
+        if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+            return value
+    return None
+
+
 def accept(runner: Runner, opts: Options, rewrite_id: int) -> None:
     argv = [*nvcc_opt_command(opts.launcher), "review", "--accept", str(rewrite_id),
-            "--reason", f"integration.lulesh table (model {opts.model})"]  # fmt: skip
+            "--reason", f"integration.lulesh table (model {opts.model})",
+            *(["--force"] if opts.force_accept else [])]  # fmt: skip
     project.step(runner, "nvcc-opt review --accept", argv, opts.work, 600)
 
 
