@@ -279,3 +279,18 @@ def test_table_command_names_a_wrong_checkout(tmp_path: Path) -> None:
         " expected LULESH branch 2.0.2-dev with cuda/src"
     ]
     assert not (tmp_path / "w" / "nvcc-opt.toml").exists()
+
+
+def test_a_failed_optimize_is_a_reason_not_an_error(tmp_path: Path) -> None:
+    from integration.lulesh.pipeline import Options, optimize
+    from nvcc_opt.workspace.runner import ScriptedRunner, completed
+
+    runner = ScriptedRunner(
+        [completed(1, "[]\n", "Error: cannot optimize the region: the original could not run")]
+    )
+    rewrite, why = optimize(runner, Options(FIXTURE, tmp_path, "search"))
+    assert rewrite is None
+    assert why == [
+        "nvcc-opt optimize failed (exit status 1): Error: cannot optimize the region: the "
+        "original could not run"
+    ]

@@ -184,3 +184,50 @@ def test_table_without_nsys_and_without_gpu(
     assert "| application (s) |" in (work / "lulesh-table.md").read_text()
     assert (work / "bin" / "lulesh-baseline").is_file()
     assert (work / "bin" / "lulesh-optimized").is_file()
+
+
+FAKE_NSYS = """#!/bin/sh
+# Stands in for Nsight Systems, which is not installed here: `profile` runs the program and
+# writes the report; `stats` prints a kernel summary as nsys 2024 does.
+if [ "$1" = profile ]; then
+  shift
+  out=""
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      -o) out="$2"; shift 2 ;;
+      --*) shift ;;
+      *) break ;;
+    esac
+  done
+  "$@" || exit $?
+  echo report > "$out.nsys-rep"
+  exit 0
+fi
+for last; do :; done
+test -f "$last" || { echo "no report $last" >&2; exit 1; }
+echo 'Processing [x.sqlite] with [cuda_gpu_kern_sum.py]... '
+printf '%s%s\\n' '"Time (%)","Total Time (ns)","Instances","Avg (ns)","Med (ns)",' \\
+  '"Min (ns)","Max (ns)","StdDev (ns)","Name"'
+printf '%s%s\\n' '"100.0","2500000","40","62500.0","62500.0","60000","65000","10.0",' \\
+  '"KERNEL(int, int, double, double *)"'
+"""
+
+
+def test_kernel_time_through_nsys(
+    built: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, work, program = built
+    nsys = tmp_path / "bin" / "nsys"
+    nsys.parent.mkdir()
+    nsys.write_text(FAKE_NSYS.replace("KERNEL", KERNEL))
+    nsys.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{nsys.parent}{os.pathsep}{os.environ['PATH']}")
+    assert timing.nsys_path() == str(nsys)
+    samples = timing.interleaved(
+        ProcessRunner(), {"baseline": program, "optimized": program}, size=12, iters=40,
+        pairs=2, cwd=tmp_path, timeout_s=30,
+    )  # fmt: skip
+    for name in ("baseline", "optimized"):
+        assert samples[name].kernel_ms == [2.5, 2.5], samples[name].failures
+        assert len(samples[name].figures) == 2
+        assert (tmp_path / f"{name}.nsys-rep").is_file()

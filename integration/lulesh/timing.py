@@ -68,8 +68,8 @@ def kernel_ms(
     profile = [nsys, "profile", "--trace=cuda", "--sample=none", "--cpuctxsw=none",
                "--force-overwrite=true", "-o", str(report.with_suffix("")), *argv]  # fmt: skip
     _finished(runner.run(profile, cwd=cwd, timeout_s=timeout_s * 3, sandbox=False), argv)
-    stats = [nsys, "stats", "--report", "cuda_gpu_kern_sum", "--format", "csv",
-             "--output", "-", str(report)]  # fmt: skip
+    stats = [nsys, "stats", "--force-export=true", "--report", "cuda_gpu_kern_sum",
+             "--format", "csv", "--output", "-", str(report)]  # fmt: skip
     done = runner.run(stats, cwd=cwd, timeout_s=600, sandbox=False)
     return kernel_total_ms(_finished(done, stats))
 
