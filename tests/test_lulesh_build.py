@@ -183,6 +183,11 @@ def test_table_without_nsys_and_without_gpu(
     assert written["schema"] == "nvcc-opt-lulesh-table/1"
     assert "| application (s) |" in (work / "lulesh-table.md").read_text()
     assert (work / "bin" / "lulesh-baseline").is_file()
+    # The baseline is built without the launcher: no accepted rewrite can reach it.
+    rules = (work / "build-baseline" / "CMakeFiles" / "rules.ninja").read_text()
+    assert (
+        "nvcc-opt" not in rules and "-O3" in (work / "build-baseline" / "build.ninja").read_text()
+    )
     assert (work / "bin" / "lulesh-optimized").is_file()
 
 

@@ -23,6 +23,7 @@ from integration.lulesh.project import Problem, StepError
 from nvcc_opt.workspace.runner import Runner
 
 OPTIMIZE_TIMEOUT_S = 6 * 3600.0
+BASELINE_TREE = "build-baseline"  # plain nvcc: a rewrite accepted earlier never reaches it
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,11 @@ def run_table(
     """The whole experiment; the result as table.SCHEMA, also written as JSON and Markdown."""
     size, iters, timeout = opts.problem.size, opts.problem.iters, opts.problem.timeout_s
     progress("preparing and building the baseline")
-    found, binary = prepare(runner, opts)
-    baseline = project.keep_binary(binary, opts.work, "lulesh-baseline")
+    found, _ = prepare(runner, opts)
+    project.configure(runner, opts.work, None, opts.arch, BASELINE_TREE)
+    baseline = project.keep_binary(
+        project.build(runner, opts.work, BASELINE_TREE), opts.work, "lulesh-baseline"
+    )
     scratch = opts.work / "runs"
     scratch.mkdir(exist_ok=True)
     progress("baseline run")

@@ -3,6 +3,8 @@ build of it (this folder's CMakeLists.txt) through nvcc-opt as the CUDA compiler
 
     WORK/src/            cuda/src copied (only files that changed are rewritten), lulesh.cu tagged
     WORK/build/          cmake -S integration/lulesh -B WORK/build -DLULESH_SRC=WORK/src
+                         -DCMAKE_CUDA_COMPILER_LAUNCHER=nvcc-opt (accepted rewrites applied)
+    WORK/build-baseline/ the same without the launcher: the original, whatever the store holds
     WORK/nvcc-opt.toml   the nvcc-opt project: its root is WORK, so the model's file tools see
                          the copy and nothing else; the store is WORK/store.db
 
@@ -114,18 +116,22 @@ def write_config(checkout: Checkout, work: Path, problem: Problem) -> Path:
     return path
 
 
-def configure(runner: Runner, work: Path, launcher: str, arch: str = "90") -> None:
+def configure(
+    runner: Runner, work: Path, launcher: str | None, arch: str = "90", tree: str = "build"
+) -> None:
+    """Configure WORK/TREE; without a launcher, plain nvcc (the baseline: no store, no rewrite
+    applied, whatever the store holds)."""
     src = work / "src"
-    argv = ["cmake", "-S", str(HERE), "-B", str(work / "build"), "-G", "Ninja",
+    argv = ["cmake", "-S", str(HERE), "-B", str(work / tree), "-G", "Ninja",
             f"-DLULESH_SRC={src}", f"-DCMAKE_CUDA_ARCHITECTURES={arch}",
-            f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}"]  # fmt: skip
-    step(runner, "configure", argv, work, 600)
+            f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher or ''}"]  # fmt: skip
+    step(runner, f"configure {tree}", argv, work, 600)
 
 
-def build(runner: Runner, work: Path) -> Path:
-    step(runner, "build", ["cmake", "--build", str(work / "build"), "--target", "lulesh"],
+def build(runner: Runner, work: Path, tree: str = "build") -> Path:
+    step(runner, f"build {tree}", ["cmake", "--build", str(work / tree), "--target", "lulesh"],
          work, 3600)  # fmt: skip
-    return work / "build" / "lulesh"
+    return work / tree / "lulesh"
 
 
 def keep_binary(binary: Path, work: Path, name: str) -> Path:
