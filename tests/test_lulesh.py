@@ -153,7 +153,7 @@ def _config(tmp_path: Path) -> Path:
     work = tmp_path / "work"
     (work / "build").mkdir(parents=True)
     found = checkout.find(FIXTURE)
-    project.write_config(found, work, project.Problem(size=30, iters=100))
+    project.write_config(found, work, project.Problem(size=30, iters=100, gpu="1"))
     return work
 
 
@@ -187,6 +187,7 @@ def test_config_loads_and_its_checks_accept_the_baseline(tmp_path: Path) -> None
     work = _config(tmp_path)
     config = load(work)
     assert config.store_path == (work / "store.db").resolve()
+    assert config.gpu.devices == ("1",)
     argv = config.render_run(work / "build", "0", tmp_path)
     assert argv[:3] == [sys.executable, "-m", "integration.lulesh.run_lulesh"]
     assert argv[3:] == [str(work / "build" / "lulesh"), "--size", "30", "--iters", "100"]
@@ -264,15 +265,21 @@ def test_optimize_json_is_found_after_progress_lines_with_brackets() -> None:
     assert last_json_list("[gpu0] nothing\n") is None
 
 
-def test_table_command_names_a_wrong_checkout(tmp_path: Path) -> None:
+def test_table_command_names_a_wrong_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from click.testing import CliRunner
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # restored after: `table` pins its runs
 
     from integration.lulesh.__main__ import main
 
     (tmp_path / "lulesh.cc").write_text("int main() {}\n")
     result = CliRunner().invoke(
-        main, ["table", str(tmp_path), "--model", "search", "--work", str(tmp_path / "w")]
-    )
+        main,
+        ["table", str(tmp_path), "--model", "search", "--work", str(tmp_path / "w"),
+         "--launcher", sys.executable],
+    )  # fmt: skip
     assert result.exit_code == 1
     assert result.output.strip().splitlines()[-1:] == [
         f"Error: {tmp_path}: a LULESH CPU layout (lulesh.cc, no cuda/src: master or 2.0 release);"

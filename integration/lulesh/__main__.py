@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +31,13 @@ def _found(path: Path) -> checkout.Checkout:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _launcher(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    found = shutil.which(value or "nvcc-opt")
+    if found is None:
+        raise click.BadParameter(f"{value or 'nvcc-opt'} is not an executable on PATH")
+    return os.path.abspath(found)
+
+
 def _problem(func: F) -> F:
     for option in reversed([
         click.option("--work", type=click.Path(path_type=Path), default=Path("lulesh-nvcc-opt"),
@@ -39,9 +48,12 @@ def _problem(func: F) -> F:
                      help="LULESH -i; -1 runs to its stop time."),
         click.option("--timeout", type=float, default=600.0, show_default=True,
                      help="Seconds before a run is stopped (a failure)."),
-        click.option("--launcher", default="nvcc-opt", show_default=True,
-                     help="The nvcc-opt command (CUDA compiler launcher)."),
+        click.option("--launcher", default=None, callback=_launcher,
+                     help="The nvcc-opt command, the CUDA compiler launcher [default: nvcc-opt"
+                     " on PATH, made absolute]."),
         click.option("--arch", default="90", show_default=True, help="CUDA architectures."),
+        click.option("--gpu", default="0", show_default=True,
+                     help="CUDA_VISIBLE_DEVICES of every run (one GPU for all of them)."),
     ]):  # fmt: skip
         func = option(func)
     return func
@@ -91,10 +103,10 @@ def _edit(path: Path, change: Callable[[str], str]) -> None:
 @_LULESH
 @_problem
 def prepare_cmd(lulesh: Path, work: Path, size: int, iters: int, timeout: float,
-                launcher: str, arch: str) -> None:  # fmt: skip
+                launcher: str, arch: str, gpu: str) -> None:  # fmt: skip
     """Copy and tag cuda/src into WORK, write WORK/nvcc-opt.toml, configure and build."""
-    opts = Options(lulesh, work.resolve(), "", Problem(size, iters, timeout), launcher=launcher,
-                   arch=arch)  # fmt: skip
+    problem = Problem(size, iters, timeout, gpu)
+    opts = Options(lulesh, work.resolve(), "", problem, launcher=launcher, arch=arch)
     try:
         _, binary = prepare(ProcessRunner(), opts)
     except (checkout.CheckoutError, StepError) as exc:
@@ -126,10 +138,11 @@ def prepare_cmd(lulesh: Path, work: Path, size: int, iters: int, timeout: float,
     " contained, say); recorded with the decision.",
 )
 def table_cmd(lulesh: Path, work: Path, size: int, iters: int, timeout: float, launcher: str,
-              arch: str, model: str, pairs: int, out: Path | None,
+              arch: str, gpu: str, model: str, pairs: int, out: Path | None,
               optimize_args: tuple[str, ...], force_accept: bool) -> None:  # fmt: skip
     """Build, baseline, optimize, accept, rebuild; kernel and application time, interleaved."""
-    opts = Options(lulesh, work.resolve(), model, Problem(size, iters, timeout), pairs, out,
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpu  # our runs; nvcc-opt's from [gpu] devices
+    opts = Options(lulesh, work.resolve(), model, Problem(size, iters, timeout, gpu), pairs, out,
                    launcher, arch, optimize_args, force_accept)  # fmt: skip
     try:
         result = run_table(ProcessRunner(), opts, lambda m: click.echo(m, err=True))

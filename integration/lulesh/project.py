@@ -34,6 +34,7 @@ class Problem:
     size: int = 45  # the paper: 120
     iters: int = -1  # -1: to LULESH's stop time
     timeout_s: float = 600.0
+    gpu: str = "0"  # CUDA_VISIBLE_DEVICES of every run: one GPU for baseline and optimized
 
 
 class StepError(RuntimeError):
@@ -97,6 +98,9 @@ forbid = ['(?i)\\bnan\\b', 'Error in cell']
 numbers = [{numbers}]
 rtol = {ENERGY_RTOL:g}
 atol = {SYMMETRY_ATOL:g}
+
+[gpu]
+devices = ["{problem.gpu}"]
 
 [verify]
 # LULESH has no seed: fresh inputs are another problem size, never shown while exploring.
