@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
+from nvcc_opt.html_report.inputs import InputError
 from nvcc_opt.html_report.runs import ToolSet, category_of, tools_from_options
 from tests.html_report_fixtures import SIX, TRACE, Page, full_args, inputs, report
 
@@ -178,3 +179,38 @@ def test_categories() -> None:
     assert category_of("Polybench_GEMVER", "stencils") == "stencils"  # the row's own
     assert category_of("histogram_kernel") == "all kernels"
     assert category_of("Unknown_THING") == "all kernels"  # only RAJAPerf's groups
+
+
+def test_reads_the_table_the_lulesh_integration_writes(tmp_path: Path) -> None:
+    """The contract between `python -m integration.lulesh table` and the report: its JSON, as
+    its own writer makes it, is read with seconds turned into ms and a missing time shown as
+    such; a wrong output is said in the table's note."""
+    from integration.lulesh import table as lulesh
+    from nvcc_opt.html_report.lulesh import load_lulesh
+    from nvcc_opt.html_report.table_sections import lulesh_table
+
+    result = {
+        "schema": lulesh.SCHEMA, "model": "search", "gpu": "NVIDIA H200",
+        "problem": {"size": 120, "iters": 0}, "pairs": 5, "rewrite_id": 1, "correct": False,
+        "check_reasons": ["Final Origin Energy differs"],
+        "rows": [
+            lulesh.row("kernel", "ms", [], [], "no nsys here: kernel time not measured"),
+            lulesh.row("application", "s", [3.0, 3.2], [2.9, 2.95], "main-loop time"),
+        ],
+        "failures": [], "notes": [],
+    }  # fmt: skip
+    path, _ = lulesh.write(result, tmp_path / "lulesh-table")
+    read = load_lulesh(path)
+    kernel, app = read.rows
+    assert kernel.baseline_ms is None and kernel.ratio is None and "no nsys" in kernel.note
+    assert app.baseline_ms == pytest.approx(3100.0) and app.optimized_ms == pytest.approx(2925.0)
+    assert read.size == 120 and "OUTPUT DIFFERS: Final Origin Energy differs" in read.note
+    html = lulesh_table(read)
+    assert "not measured" in html and "3100.000" in html and "1.060x" in html
+    bad = json.loads(path.read_text(encoding="utf-8"))
+    bad["rows"][1]["unit"] = "minutes"
+    path.write_text(json.dumps(bad, indent=2), encoding="utf-8")
+    with pytest.raises(
+        InputError, match=r"lulesh-table.json:\d+: not a LULESH table \(rows.1.unit"
+    ):
+        load_lulesh(path)

@@ -36,7 +36,8 @@ from nvcc_opt.html_report.inputs import InputError
     "--lulesh",
     type=click.Path(path_type=Path),
     default=None,
-    help='LULESH table JSON: {"rows": [{"what": "kernel"|"application", '
+    help="LULESH table JSON, as `python -m integration.lulesh table` writes it (schema "
+    '"nvcc-opt-lulesh-table/1"), or {"rows": [{"what": "kernel"|"application", '
     '"baseline_ms": .., "optimized_ms": .., "speedup": ..}], "gpu": .., "size": ..}.',
 )
 @click.option(

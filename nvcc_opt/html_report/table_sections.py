@@ -33,8 +33,17 @@ def lulesh(g: Gathered) -> Section:
 
 
 def lulesh_table(t: LuleshTable) -> str:
+    def ms(value: float | None) -> str:
+        return "not measured" if value is None else f"{value:.3f}"
+
     rows = [
-        [escape(r.what), f"{r.baseline_ms:.3f}", f"{r.optimized_ms:.3f}", f"{r.ratio:.3f}x"]
+        [
+            escape(r.what),
+            ms(r.baseline_ms),
+            ms(r.optimized_ms),
+            "" if r.ratio is None else f"{r.ratio:.3f}x",
+            escape(r.note),
+        ]
         for r in t.rows
     ]
     about = ", ".join(
@@ -47,7 +56,9 @@ def lulesh_table(t: LuleshTable) -> str:
         if x
     )
     head = f"<p>{escape(about)}</p>" if about else ""
-    return head + table(["time of", "baseline ms", "optimized ms", "speedup"], rows, (1, 2, 3))
+    return head + table(
+        ["time of", "baseline ms", "optimized ms", "speedup", "note"], rows, (1, 2, 3)
+    )
 
 
 class TraceLinks:
