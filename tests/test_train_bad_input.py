@@ -22,6 +22,7 @@ pytest.importorskip("nvcc_opt_train")
 from nvcc_opt.agent.trace import TRACE_FORMAT  # noqa: E402
 from nvcc_opt_train.cli import train  # noqa: E402
 from nvcc_opt_train.conversations import conversation, write_dataset  # noqa: E402
+from nvcc_opt_train.model_spec import ModelSpecError, check_model  # noqa: E402
 from nvcc_opt_train.problemset import ProblemSet  # noqa: E402
 from nvcc_opt_train.provenance import ProvenanceError, check_source  # noqa: E402
 from nvcc_opt_train.runs import RUNS, SETTINGS, RegionResult, RunRecord  # noqa: E402
@@ -247,6 +248,13 @@ def test_model_specs_are_refused_before_any_work(
             "--model 'hf:': hf needs a model",
         )
     assert not out.exists() and snapshot(root) == before
+    # a hub id: only from the Hugging Face cache, unless the user allows a download
+    with pytest.raises(ModelSpecError, match=r"nobody/nothing: no such local folder, and not in"):
+        check_model("hf:nobody/nothing")
+    check_model("hf:nobody/nothing?allow_download=1")
+    with pytest.raises(ModelSpecError, match=r"nope.gguf: no such GGUF file"):
+        check_model(f"hf:{tmp_path}#nope.gguf")
+    check_model(f"hf:{student}")
     # the student's own template renders tools: taken (the run then refuses the output folder)
     taken = tmp_path / "taken"
     taken.mkdir()

@@ -25,9 +25,10 @@ class ModelSpecError(ValueError):
 
 
 def check_model(spec: str) -> None:
-    """ModelSpecError unless `spec` parses, its backend can run here, and a local model it names
-    (hf:PATH, vllm:PATH) exists; an hf: checkpoint folder must also render tools in its own chat
-    template (the one a trained student answers in)."""
+    """ModelSpecError unless `spec` parses, its backend can run here, and the model it names
+    (hf:PATH, vllm:PATH) exists: a local path, or for hf: a hub id in the Hugging Face cache (or
+    one it may download). An hf: checkpoint must also render tools in its own chat template (the
+    one a trained student answers in)."""
     try:
         load(spec)  # parses the spec; no backend loads weights before its first turn
     except (ValueError, ModelError) as exc:
@@ -36,30 +37,57 @@ def check_model(spec: str) -> None:
     if name not in LOCAL_PATH_BACKENDS:
         return
     target, _, query = rest.partition("?")
-    path_text, _, gguf_file = target.partition("#")
-    path = Path(path_text.strip()).expanduser()
-    options = dict(parse_qsl(query))
+    path_text, _, gguf_file = (part.strip() for part in target.partition("#"))
+    path = Path(path_text).expanduser()
     if not path.exists():
-        if name == "hf" and options.get("allow_download", "").lower() in {"1", "true", "yes"}:
-            return  # a hub id the user allowed to download
-        raise ModelSpecError(
-            f"--model {spec!r}: {path}: no such model folder or file (nothing is downloaded)"
-        )
-    if name == "vllm" or path.is_file() or gguf_file.strip():
-        if gguf_file.strip() and not (path / gguf_file.strip()).is_file():
-            raise ModelSpecError(f"--model {spec!r}: {path / gguf_file.strip()}: no such GGUF file")
+        _check_hub_id(spec, name, path_text, dict(parse_qsl(query)))
+        if name == "hf" and _cached(path_text):
+            _check_template(spec, path_text)
+        return
+    if name == "vllm" or path.is_file() or gguf_file:
+        if gguf_file and not (path / gguf_file).is_file():
+            raise ModelSpecError(f"--model {spec!r}: {path / gguf_file}: no such GGUF file")
         return
     if not (path / "config.json").is_file():
         raise ModelSpecError(f"--model {spec!r}: {path}: not a model folder (no config.json)")
-    if not _renders_tools(spec, path):
+    _check_template(spec, str(path))
+
+
+def _check_hub_id(spec: str, name: str, text: str, options: dict[str, str]) -> None:
+    """A name that is no local path: refused when it is written as a path (/..., ./..., ~/...),
+    or when hf: would have to download it and downloads are off."""
+    if text.startswith(("/", ".", "~")):
+        raise ModelSpecError(f"--model {spec!r}: {text}: no such model folder or file")
+    allowed = options.get("allow_download", "").lower() in {"1", "true", "yes", "on"}
+    if name == "hf" and not allowed and not _cached(text):
         raise ModelSpecError(
-            f"--model {spec!r}: {path}: its chat template does not render tools, so the model "
-            "would not see them; give it nvcc-opt's: nvcc-opt train student NEW --from "
-            f"{path} --chat-template {TEMPLATE_NAME}"
+            f"--model {spec!r}: {text}: no such local folder, and not in the Hugging Face cache; "
+            f"nothing is downloaded unless asked: hf:{text}?allow_download=1"
         )
 
 
-def _renders_tools(spec: str, path: Path) -> bool:
+def _cached(hub_id: str) -> bool:
+    """Whether the Hugging Face cache holds the model `hub_id` names (its config.json)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    try:
+        return isinstance(try_to_load_from_cache(hub_id, "config.json"), str)
+    except ValueError:  # not a valid hub id either
+        return False
+
+
+def _check_template(spec: str, source: str) -> None:
+    if not _renders_tools(spec, source):
+        raise ModelSpecError(
+            f"--model {spec!r}: {source}: its chat template does not render tools, so the model "
+            "would not see them; give it nvcc-opt's: nvcc-opt train student NEW --from "
+            f"{source} --chat-template {TEMPLATE_NAME}"
+        )
+
+
+def _renders_tools(spec: str, path: str) -> bool:
     try:
         import transformers  # type: ignore[import-not-found, unused-ignore]
     except ModuleNotFoundError:
