@@ -19,6 +19,9 @@ from click.testing import CliRunner
 pytest.importorskip("transformers")
 pytest.importorskip("nvcc_opt_train")
 
+from nvcc_opt.agent.backends import load  # noqa: E402
+from nvcc_opt.agent.backends.templates import TEMPLATE_NAME  # noqa: E402
+from nvcc_opt.agent.model import ModelError  # noqa: E402
 from nvcc_opt.agent.trace import TRACE_FORMAT  # noqa: E402
 from nvcc_opt_train.cli import train  # noqa: E402
 from nvcc_opt_train.conversations import conversation, write_dataset  # noqa: E402
@@ -292,3 +295,27 @@ def test_output_folders_holding_something_else_are_left_alone(tmp_path: Path) ->
         f"{root}: already a complete problem set",
     )
     assert snapshot(root) == before and (other / "data.txt").read_text() == "mine"
+
+
+def test_a_checkpoint_whose_template_hides_the_tools_through_hf(
+    tmp_path: Path, plain: Path
+) -> None:
+    """`--model hf:PATH` (optimize's loader): a ChatML checkpoint whose template drops tools is
+    served by nvcc-opt's ChatML tool template (as the untrained SmolLM2 is); one of another
+    family, which that template cannot serve, is refused in one line naming it."""
+    tool = {"type": "function", "function": {"name": "list_dir", "parameters": {"type": "object"}}}
+    hello = [{"role": "user", "content": "hello"}]
+    served = load(f"hf:{plain}?max_new_tokens=2")
+    assert served.complete(hello, [tool]).raw["chat_template"] == TEMPLATE_NAME
+    other = tiny_student(tmp_path / "other", ["hello world " * 20], chatml=False)
+    with pytest.raises(ModelError) as caught:
+        load(f"hf:{other}?max_new_tokens=2").complete(hello, [tool])
+    message = str(caught.value)
+    assert len(message.splitlines()) == 1 and f"hf:{other}: its chat template" in message
+    assert "no <|im_start|> and <|im_end|> tokens" in message
+    refused(
+        nvcc_opt_train(
+            "eval", "--model", f"hf:{other}", "--problems", tmp_path, "--out", tmp_path / "o"
+        ),
+        f"{other}: its chat template does not render tools",
+    )
