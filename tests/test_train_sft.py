@@ -5,6 +5,7 @@ through `hf:PATH`, and the one-line refusals."""
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,9 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def sft(*args: str | Path) -> Any:
-    return CliRunner().invoke(train, ["sft", *map(str, args)])
+    """`nvcc-opt train sft` on these hand-made traces: they come from no problem set, so the
+    provenance check is overridden (test_train_bad_input.py tests the check itself)."""
+    return CliRunner().invoke(train, ["sft", *map(str, args), "--unchecked-source"])
 
 
 def assistant_outputs(messages: list[dict[str, Any]]) -> str:
@@ -68,7 +71,11 @@ def test_labels_are_exactly_the_assistant_turns(made: dict[str, Any], tmp_path: 
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(made["student"])
-    trainer = _trainer(made["rows"], made["student"], tokenizer, tmp_path, SFTSettings())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer = _trainer(made["rows"], made["student"], tokenizer, tmp_path, SFTSettings())
+    assert not trainer.args.gradient_checkpointing, "off unless asked for (slow on a CPU)"
+    assert not [w for w in caught if "checkpointing" in str(w.message)], "the current name"
     for index, row in enumerate(made["rows"]):
         batch = trainer.data_collator([trainer.train_dataset[index]])
         ids, labels = batch["input_ids"][0].tolist(), batch["labels"][0].tolist()

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from nvcc_opt.agent.trace import TraceError, load_trace
+from nvcc_opt.agent.trace import TRACE_FORMAT, TRACE_VERSION, TraceError, load_trace
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 COLUMNS = ("messages", "tools", "meta")
@@ -129,16 +129,43 @@ def write_dataset(rows: Iterable[dict[str, Any]], path: Path) -> int:
 def read_dataset(path: Path) -> list[dict[str, Any]]:
     """The rows of a conversation dataset; ConversationError naming the file and line of the
     first row that is not one."""
+    if path.is_dir():
+        hint = f" (its dataset: {path / 'sft.jsonl'})" if (path / "sft.jsonl").is_file() else ""
+        raise ConversationError(f"{path}: a folder, not a conversation dataset file{hint}")
     if not path.is_file():
         raise ConversationError(f"{path}: no such dataset file")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ConversationError(f"{path}: cannot read a conversation dataset: {err}") from err
+    _refuse_a_trace(path, text)
+    lines = text.splitlines()
     rows = [_row(path, number, line) for number, line in enumerate(lines, 1) if line.strip()]
     if not rows:
         raise ConversationError(f"{path}: no conversations in it")
     return rows
+
+
+def _refuse_a_trace(path: Path, text: str) -> None:
+    """A trace given where its conversations belong: say so (and when its version is not one
+    this nvcc-opt reads), rather than call its first line a malformed row."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return
+    if not isinstance(data, dict) or data.get("format") != TRACE_FORMAT:
+        return
+    version = data.get("version")
+    if version != TRACE_VERSION:
+        raise ConversationError(
+            f"{path}: an {TRACE_FORMAT} file of version {version!r}, which this nvcc-opt does "
+            f"not read (it reads {TRACE_VERSION}); and sft takes a conversation dataset, which "
+            "nvcc-opt train collect writes (OUT/sft.jsonl)"
+        )
+    raise ConversationError(
+        f"{path}: a trace, not a conversation dataset; nvcc-opt train collect turns the traces "
+        "it keeps into one (OUT/sft.jsonl)"
+    )
 
 
 def _row(path: Path, number: int, line: str) -> dict[str, Any]:

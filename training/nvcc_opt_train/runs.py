@@ -159,9 +159,16 @@ def check_settings(out: Path, settings: dict[str, Any]) -> None:
     """Record the settings of the runs in OUT, or check that a rerun matches them: a folder of
     one model's runs over one set is never mixed with another's (RunsError, nothing touched)."""
     path = out / SETTINGS
+    if out.exists() and not out.is_dir():
+        raise RunsError(f"{out}: exists and is not a folder; use a new --out folder")
     if not path.exists():
         if (out / RUNS).exists():
             raise RunsError(f"{out / RUNS}: runs without {SETTINGS}; use a new --out folder")
+        if out.is_dir() and any(out.iterdir()):
+            raise RunsError(
+                f"{out}: not empty and not the output of runs over a problem set (no "
+                f"{SETTINGS}); use a new --out folder (nothing is overwritten)"
+            )
         write_atomic(path, json.dumps(settings, indent=1, sort_keys=True) + "\n")
         return
     try:

@@ -13,6 +13,7 @@ from nvcc_opt.agent.backends import BACKENDS, SPEC_FORMS, split_spec
 from nvcc_opt.suite_bench import Options, SuiteError, gpu_ids
 from nvcc_opt.suite_report import command_line
 from nvcc_opt.tools.catalog import launcher_path
+from nvcc_opt_train.model_spec import ModelSpecError, check_model
 from nvcc_opt_train.runs import Progress
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -57,8 +58,8 @@ def build_options(
     cmake_args: tuple[str, ...],
     timeout_s: float | None,
 ) -> Options:
-    """suite_bench's Options from the shared options; click errors for a missing or unknown
-    model spec, a missing --out and bad --gpus."""
+    """suite_bench's Options from the shared options; click errors for a missing, unknown or
+    unusable model spec (`check_model`: before any work), a missing --out and bad --gpus."""
     if spec is None:
         raise click.UsageError("Missing option '--model'.")
     if out is None:
@@ -68,6 +69,10 @@ def build_options(
         raise click.BadParameter(
             f"unknown model spec {spec!r}; use one of:\n  {forms}", param_hint="--model"
         )
+    try:
+        check_model(spec)
+    except ModelSpecError as exc:
+        raise click.ClickException(str(exc)) from exc
     try:
         gpus = gpu_ids(gpus_spec)
     except SuiteError as exc:

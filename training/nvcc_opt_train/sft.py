@@ -7,6 +7,10 @@ turns, the tool results) into label -100. So the student learns to call tools as
 and never learns to write tool results. LoRA is optional and merged before saving, so the
 checkpoint in OUT loads as a plain model: `nvcc-opt optimize --model hf:OUT`.
 
+Conversations train only when they can be traced back to a train split (`provenance`), unless
+the caller says `unchecked_source`. Activation (gradient) checkpointing, which trl turns on by
+default, is off unless asked for: it trades ~20% more compute for memory, slow on a CPU.
+
 Everything is checked before anything loads, and the run trains in a folder beside OUT that
 becomes OUT only when the checkpoint and `train_log.json` are complete: a failed or killed run
 leaves OUT as it was.
@@ -18,11 +22,13 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from nvcc_opt_train.conversations import read_dataset
+from nvcc_opt_train.provenance import check_source
 from nvcc_opt_train.student import StudentError, check_student, refuse_nonempty
 
 TRAIN_LOG = "train_log.json"
@@ -40,22 +46,38 @@ class SFTSettings:
     max_length: int | None = 8192  # tokens per conversation; longer ones are cut at the end
     lora: bool = False  # train LoRA adapters (peft) and merge them into the saved weights
     seed: int = 0
+    activation_checkpointing: bool = False  # recompute activations: less memory, slower steps
+    unchecked_source: bool = False  # train on a dataset not traced back to a train split
 
 
 @dataclass(frozen=True)
 class SFTResult:
     out: Path
+    source: Path | None  # the problem set whose train split the data came from; None: unchecked
     losses: list[float]  # the training loss at each logged optimizer step, in order
     steps: int
     seconds: float
 
 
-def train_sft(dataset: Path, student: Path, out: Path, settings: SFTSettings) -> SFTResult:
+def train_sft(
+    dataset: Path,
+    student: Path,
+    out: Path,
+    settings: SFTSettings,
+    warn: Callable[[str], None] = lambda _: None,
+) -> SFTResult:
     """Fine-tune `student` on the conversations in `dataset`; the checkpoint goes to `out`.
-    ConversationError / StudentError (one line each) before anything is loaded."""
+    ConversationError / ProvenanceError / StudentError (one line each) before anything is
+    loaded."""
     refuse_nonempty(out)
     rows = read_dataset(dataset)
     tokenizer = check_student(student)
+    source = None if settings.unchecked_source else check_source(dataset, rows)
+    if source is None:
+        warn(
+            f"warning: --unchecked-source: {dataset} is not checked to come from a train split; "
+            "evaluation problems among it would be trained on"
+        )
     if settings.lora:
         _require("peft", "--lora needs peft: pip install peft")
     work = Path(tempfile.mkdtemp(dir=_existing_parent(out), prefix=f".{out.name}.sft-"))
@@ -68,6 +90,7 @@ def train_sft(dataset: Path, student: Path, out: Path, settings: SFTSettings) ->
         log = {
             "dataset": str(dataset),
             "student": str(student),
+            "source": str(source) if source else "unchecked (--unchecked-source)",
             "conversations": len(rows),
             "settings": asdict(settings),
             "seconds": seconds,
@@ -81,7 +104,7 @@ def train_sft(dataset: Path, student: Path, out: Path, settings: SFTSettings) ->
         (work / "model").rename(out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return SFTResult(out, losses, int(trainer.state.global_step), seconds)
+    return SFTResult(out, source, losses, int(trainer.state.global_step), seconds)
 
 
 def _trainer(
@@ -117,6 +140,7 @@ def _trainer(
         use_cpu=not cuda,
         dataloader_num_workers=0,
         disable_tqdm=True,
+        **_checkpointing(SFTConfig, settings.activation_checkpointing),
     )
     return SFTTrainer(
         model=model,
@@ -125,6 +149,20 @@ def _trainer(
         processing_class=tokenizer,
         peft_config=_lora_config() if settings.lora else None,
     )
+
+
+def _checkpointing(config_class: Any, on: bool) -> dict[str, Any]:
+    """The setting, by its current name: transformers 5 renamed `gradient_checkpointing` (trl's
+    default True, now a deprecated alias that warns) to `activation_checkpointing`."""
+    from dataclasses import fields
+
+    names = {f.name for f in fields(config_class)}
+    name = (
+        "activation_checkpointing"
+        if "activation_checkpointing" in names
+        else "gradient_checkpointing"
+    )
+    return {name: on}
 
 
 def _lora_config() -> Any:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from nvcc_opt_train.conversations import ConversationError
+from nvcc_opt_train.provenance import ProvenanceError
 from nvcc_opt_train.sft import TRAIN_LOG, SFTSettings, train_sft
 from nvcc_opt_train.student import StudentError
 
@@ -36,6 +37,17 @@ DEFAULTS = SFTSettings()
 )
 @click.option("--lora", is_flag=True, help="Train LoRA adapters (peft), merged before saving.")
 @click.option("--seed", type=int, default=DEFAULTS.seed, show_default=True)
+@click.option(
+    "--activation-checkpointing",
+    is_flag=True,
+    help="Recompute activations in the backward pass: less GPU memory, slower steps.",
+)
+@click.option(
+    "--unchecked-source",
+    is_flag=True,
+    help="Train on DATASET even when it cannot be traced back to a problem set's train split "
+    "(a merged or hand-made dataset): evaluation problems may then leak into training.",
+)
 def sft(
     dataset: Path,
     student: Path,
@@ -48,10 +60,13 @@ def sft(
     max_length: int,
     lora: bool,
     seed: int,
+    activation_checkpointing: bool,
+    unchecked_source: bool,
 ) -> None:
     """Fine-tune a student on DATASET (conversations from nvcc-opt train collect), loss on the
     assistant's turns only (tool calls and their arguments included, tool results masked); the
-    checkpoint in OUT loads with nvcc-opt optimize --model hf:OUT."""
+    checkpoint in OUT loads with nvcc-opt optimize --model hf:OUT. DATASET must be the
+    sft.jsonl of a collect folder whose runs are of a problem set's train split (checked)."""
     settings = SFTSettings(
         epochs=epochs,
         max_steps=max_steps,
@@ -61,10 +76,12 @@ def sft(
         max_length=max_length,
         lora=lora,
         seed=seed,
+        activation_checkpointing=activation_checkpointing,
+        unchecked_source=unchecked_source,
     )
     try:
-        result = train_sft(dataset, student, out, settings)
-    except (ConversationError, StudentError) as err:
+        result = train_sft(dataset, student, out, settings, lambda line: click.echo(line, err=True))
+    except (ConversationError, ProvenanceError, StudentError) as err:
         raise click.ClickException(str(err)) from err
     first, last = (result.losses[0], result.losses[-1]) if result.losses else (0.0, 0.0)
     click.echo(

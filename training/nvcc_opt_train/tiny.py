@@ -15,15 +15,23 @@ from typing import Any
 from nvcc_opt.agent.backends.templates import HERMES_TOOLS_TRAINING_TEMPLATE
 
 SPECIAL_TOKENS = ("<|im_start|>", "<|im_end|>", "<|pad|>")
+# A tokenizer of another family (no ChatML tokens), with a template that drops tools: for tests
+# of a checkpoint nvcc-opt's ChatML tool template cannot serve.
+OTHER_TOKENS = ("<s>", "</s>", "<pad>")
+OTHER_TEMPLATE = (
+    "{% for m in messages %}{{ '<s>' + m.role + ': ' + m.content + '</s>' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<s>assistant: ' }}{% endif %}"
+)
 VOCAB_SIZE = 2048
 
 
-def tiny_student(path: Path, texts: list[str], seed: int = 0) -> Path:
-    """A tiny model and tokenizer in `path` (made; must not hold a model already); `path`."""
+def tiny_student(path: Path, texts: list[str], seed: int = 0, chatml: bool = True) -> Path:
+    """A tiny model and tokenizer in `path` (made; must not hold a model already); `path`.
+    `chatml=False`: a tokenizer without ChatML's tokens and a template without tools."""
     import torch  # type: ignore[import-not-found, unused-ignore]
     import transformers  # type: ignore[import-not-found, unused-ignore]
 
-    tokenizer = _tokenizer(texts)
+    tokenizer = _tokenizer(texts) if chatml else _other_tokenizer(texts)
     torch.manual_seed(seed)
     config = transformers.LlamaConfig(
         vocab_size=len(tokenizer),
@@ -49,23 +57,40 @@ def tiny_student(path: Path, texts: list[str], seed: int = 0) -> Path:
 
 
 def _tokenizer(texts: list[str]) -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call, unused-ignore]
+        tokenizer_object=_bpe(texts, SPECIAL_TOKENS),
+        eos_token="<|im_end|>",
+        pad_token="<|pad|>",
+        additional_special_tokens=["<|im_start|>"],
+        chat_template=HERMES_TOOLS_TRAINING_TEMPLATE,
+    )
+
+
+def _other_tokenizer(texts: list[str]) -> Any:
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call, unused-ignore]
+        tokenizer_object=_bpe(texts, OTHER_TOKENS),
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        chat_template=OTHER_TEMPLATE,
+    )
+
+
+def _bpe(texts: list[str], special: tuple[str, ...]) -> Any:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=VOCAB_SIZE,
-        special_tokens=list(SPECIAL_TOKENS),
+        special_tokens=list(special),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     core.train_from_iterator(texts, trainer=trainer)
-    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call, unused-ignore]
-        tokenizer_object=core,
-        eos_token="<|im_end|>",
-        pad_token="<|pad|>",
-        additional_special_tokens=["<|im_start|>"],
-        chat_template=HERMES_TOOLS_TRAINING_TEMPLATE,
-    )
+    return core

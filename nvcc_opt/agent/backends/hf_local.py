@@ -27,6 +27,8 @@ _PROBE_TOOL = {
     },
 }
 _PROBE_MESSAGES = [{"role": "user", "content": "hello"}]
+# The fallback template's turn markers: a tokenizer without them as tokens cannot use it.
+CHATML_TOKENS = ("<|im_start|>", "<|im_end|>")
 
 
 def _flag(text: str) -> bool:
@@ -146,8 +148,15 @@ class HFModel:
             )
         except (OSError, ValueError, ImportError) as err:
             raise ModelError(self._load_problem(err)) from err
+        template = None if renders_tools(tokenizer) else HERMES_TOOLS_TEMPLATE
+        if template is not None and not all(t in tokenizer.get_vocab() for t in CHATML_TOKENS):
+            raise ModelError(
+                f"{self.name}: its chat template does not render tools, and its tokenizer has "
+                f"no {' and '.join(CHATML_TOKENS)} tokens for nvcc-opt's ChatML tool template; "
+                "use a model whose own chat template renders tools"
+            )
         self._tokenizer, self._model = tokenizer, model.to(device).eval()
-        self.template = None if renders_tools(tokenizer) else HERMES_TOOLS_TEMPLATE
+        self.template = template
 
     def _load_problem(self, err: Exception) -> str:
         problem = f"cannot load {self.name}: {err}"
