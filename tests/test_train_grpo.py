@@ -96,7 +96,7 @@ def _problem_set(tmp: Path) -> Path:
     with (hang / "CMakeLists.txt").open("a") as f:
         f.write('add_custom_target(forever ALL COMMAND sleep 600)\n')
     (hang / "nvcc-opt.toml").write_text(
-        (hang / "nvcc-opt.toml").read_text().replace('dir = "build"', 'dir = "build"\ntimeout_s = 4')
+        (hang / "nvcc-opt.toml").read_text().replace('dir = "build"', 'dir = "build"\ntimeout_s = 20')
     )
     problems = [
         Problem(p, "apps", p, ("src/work.cu:accumulate",), ("accumulate",)) for p in ("host", "hang")

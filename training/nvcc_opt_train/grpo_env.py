@@ -42,6 +42,7 @@ from nvcc_opt.tools.catalog import _DECLARED, Catalog, open_catalog
 from nvcc_opt.tools.region import Region
 from nvcc_opt.verify import final
 from nvcc_opt.workspace.runner import ProcessRunner, Runner
+from nvcc_opt_train.appcheck import project_config
 from nvcc_opt_train.rewards import Judged, judged
 
 PENDING = "\x00nvcc-opt-pending:"
@@ -71,7 +72,7 @@ def prepare(app: Path, region_ref: str, work: Path, launcher: str, cmake_args: t
         for shared in shared_folders(app.parent):
             if shared.resolve() != app.resolve() and not (work / "problems" / shared.name).exists():
                 shutil.copytree(shared, work / "problems" / shared.name, symlinks=True)
-        config = load(root)
+        config = project_config(root)  # its build folder does not exist yet
     except (OSError, ConfigError) as exc:
         return Prepared(problem, region_ref, root, error=f"prepare: {str(exc).splitlines()[0]}")
     env = bench_env(work / "state" / "store.db")
@@ -94,6 +95,7 @@ def prepare(app: Path, region_ref: str, work: Path, launcher: str, cmake_args: t
             return Prepared(problem, region_ref, root, config, error=f"{what} failed: {last[0]}")
     file, _, name = region_ref.rpartition(":")
     try:
+        config = load(root)  # now with its build tree, as optimize loads it
         region = Region.find(root / file, name)
     except Exception as exc:  # RegionNotFound and friends: the problem is unusable, say why
         return Prepared(problem, region_ref, root, config, error=f"region {region_ref}: {exc}")
