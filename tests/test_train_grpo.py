@@ -11,6 +11,7 @@ build trees, benchmark_code, and the independent final verification that decides
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -78,6 +79,70 @@ def test_tool_subsets_are_the_papers_and_seeded() -> None:
     assert len(drawn) > 3 and tool_subset(7, "p", 3) == tool_subset(7, "p", 3)
 
 
+def test_the_equations_doctests_pass() -> None:
+    import doctest
+
+    from nvcc_opt_train import grpo_data, rewards
+
+    for module in (rewards, grpo_data):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def test_tool_calls_of_all_rollouts_run_at_once_and_are_filled_in_place() -> None:
+    """Four calls that each wait for all four to have started: serialized, the barrier breaks
+    and every result is an error."""
+    import threading
+
+    from nvcc_opt_train.grpo_env import PENDING, Rollouts
+    from nvcc_opt_train.toolpool import open_executor
+
+    barrier = threading.Barrier(4, timeout=10)
+
+    def call(i: int) -> str:
+        barrier.wait()
+        return f"result {i}"
+
+    executor = open_executor("local:4")
+    shared = Rollouts({}, executor, "nvcc-opt")
+    messages = [{"role": "tool", "content": shared.submit(lambda i=i: call(i))} for i in range(4)]
+    assert all(m["content"].startswith(PENDING) for m in messages)
+    for message in messages:  # one rollout at a time, as trl's loop asks
+        shared.resolve([message])
+    assert [m["content"] for m in messages] == [f"result {i}" for i in range(4)]
+    executor.shutdown()
+
+
+def test_serial_pool_runs_inline_and_a_failed_call_is_an_observation() -> None:
+    from nvcc_opt_train.grpo_env import Rollouts
+    from nvcc_opt_train.toolpool import PoolSpecError, open_executor
+
+    shared = Rollouts({}, open_executor("serial"), "nvcc-opt")
+    message = {"role": "tool", "content": shared.submit(lambda: 1 / 0)}  # type: ignore[arg-type, return-value]
+    shared.resolve([message])
+    assert message["content"].startswith("error: the tool call failed in the pool")
+    with pytest.raises(PoolSpecError, match="expected serial, local"):
+        open_executor("cluster")
+
+
+def test_bad_settings_are_one_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from nvcc_opt_train.grpo_cli import grpo
+
+    config = tmp_path / "grpo.yaml"
+    config.write_text("generations: 12\nbogus: 1\n")
+    args = [str(tmp_path), "--model", str(tmp_path), "--out", str(tmp_path / "o")]
+    done = CliRunner().invoke(grpo, [*args, "--config", str(config)])
+    assert done.exit_code == 1 and "unknown settings ['bogus']" in done.output
+    assert len(done.output.strip().splitlines()) == 1
+    done = CliRunner().invoke(grpo, [*args, "--vllm", "colocate"])
+    if importlib.util.find_spec("vllm") is None:
+        assert done.exit_code == 1 and "needs vLLM, which is not installed" in done.output
+        assert len(done.output.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
 # --- two real GRPO steps ----------------------------------------------------------------
 
 
@@ -94,12 +159,15 @@ def _problem_set(tmp: Path) -> Path:
     hang = root / "problems" / "hang"
     shutil.copytree(host, hang)
     with (hang / "CMakeLists.txt").open("a") as f:
-        f.write('add_custom_target(forever ALL COMMAND sleep 600)\n')
+        f.write("add_custom_target(forever ALL COMMAND sleep 600)\n")
     (hang / "nvcc-opt.toml").write_text(
-        (hang / "nvcc-opt.toml").read_text().replace('dir = "build"', 'dir = "build"\ntimeout_s = 20')
+        (hang / "nvcc-opt.toml")
+        .read_text()
+        .replace('dir = "build"', 'dir = "build"\ntimeout_s = 20')
     )
     problems = [
-        Problem(p, "apps", p, ("src/work.cu:accumulate",), ("accumulate",)) for p in ("host", "hang")
+        Problem(p, "apps", p, ("src/work.cu:accumulate",), ("accumulate",))
+        for p in ("host", "hang")
     ]
     exclusion = {"list_sha256": list_sha256(), "names": 0, "texts": 0, "exclude_from": []}
     problemset.finish(problems, {"exclusion": exclusion})
@@ -167,6 +235,7 @@ def test_two_steps_with_real_tools_and_verification(trained: tuple[Path, Path, P
     assert tools["r_tools"] == pytest.approx(0.5 / tools["offered"])
     # the problem whose build hangs: every rollout -2, and training went on to step 2
     assert [d["r_perf"] for d in by_problem["hang"]["rollout_details"]] == [-2.0] * K
+    assert any("did not finish within [build] timeout_s" in n for n in by_problem["hang"]["notes"])
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     assert len(losses) == 2 and all(abs(x) < 1e6 for x in losses)
     assert (out / "checkpoint-2" / "model.safetensors").is_file()

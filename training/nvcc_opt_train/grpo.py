@@ -74,7 +74,11 @@ class StepStats:
 
 def final_answer(completion: Any) -> FinalAnswer | None:
     """The valid final answer in a rollout's last assistant message, or None."""
-    messages = completion if isinstance(completion, list) else [{"role": "assistant", "content": completion}]
+    messages = (
+        completion
+        if isinstance(completion, list)
+        else [{"role": "assistant", "content": completion}]
+    )
     for message in reversed(messages):
         if message.get("role") == "assistant":
             if message.get("tool_calls"):
@@ -90,7 +94,9 @@ def reward_functions(stats: StepStats, executor: Executor) -> list[Callable[...,
     def r_perf(completions: list[Any], environments: list[RolloutEnv], **_: Any) -> list[float]:
         began = time.monotonic()
         answers = [final_answer(c) for c in completions]
-        futures = [executor.submit(env._judge, a) for env, a in zip(environments, answers, strict=True)]
+        futures = [
+            executor.submit(env._judge, a) for env, a in zip(environments, answers, strict=True)
+        ]
         found: list[Judged | None] = []
         for env, future in zip(environments, futures, strict=True):
             try:
@@ -130,7 +136,7 @@ def reward_functions(stats: StepStats, executor: Executor) -> list[Callable[...,
 
 def trainer_class() -> type[Any]:
     """GRPOTrainer with tool calls through the pool and the step log (imports trl)."""
-    from trl import GRPOTrainer
+    from trl import GRPOTrainer  # type: ignore[attr-defined, import-not-found, unused-ignore]
 
     class ToolPoolGRPOTrainer(GRPOTrainer):  # type: ignore[misc, unused-ignore]
         rollouts: Rollouts
@@ -140,11 +146,11 @@ def trainer_class() -> type[Any]:
 
         def _get_tool_suffix_ids(self, tool_messages: list[dict[str, Any]]) -> Any:
             self.stats.tool_wait_s += self.rollouts.resolve(tool_messages)
-            return super()._get_tool_suffix_ids(tool_messages)
+            return super()._get_tool_suffix_ids(tool_messages)  # type: ignore[no-untyped-call]
 
         def _tool_call_loop(self, *args: Any, **kwargs: Any) -> Any:
             try:
-                return super()._tool_call_loop(*args, **kwargs)
+                return super()._tool_call_loop(*args, **kwargs)  # type: ignore[no-untyped-call]
             finally:
                 self.rollouts.drain()
 
@@ -153,7 +159,7 @@ def trainer_class() -> type[Any]:
             try:
                 if self.scripted is not None:  # tests: a deterministic model at the model edge
                     return self.scripted(*args, **kwargs)
-                return super()._generate_single_turn(*args, **kwargs)
+                return super()._generate_single_turn(*args, **kwargs)  # type: ignore[no-untyped-call]
             finally:
                 self.stats.generation_s += time.monotonic() - began
 
@@ -164,7 +170,7 @@ def trainer_class() -> type[Any]:
             if self.accelerator.is_main_process:
                 with self.steps_log.open("a", encoding="utf-8") as f:
                     f.write(json.dumps(record) + "\n")
-            mode = "train" if self.model.training else "eval"
+            mode = "train" if getattr(self.model, "training", True) else "eval"
             for key in ("valid_answer_share", "tool_s", "tool_wait_s", "generation_s", "verify_s"):
                 self._metrics[mode][f"nvcc_opt/{key}"].append(float(record[key]))
             for tool, per in record["tool_calls_per_rollout"].items():

@@ -58,7 +58,9 @@ def _prompt(
     problem: Prepared, tools: tuple[str, ...], gpu: str, baseline: float | None
 ) -> list[dict[str, str]]:
     if problem.region is None or problem.config is None:  # broken: the prompt still names it
-        text = f"Optimize the region {problem.region_ref} of this project. Tools: {', '.join(tools)}."
+        text = (
+            f"Optimize the region {problem.region_ref} of this project. Tools: {', '.join(tools)}."
+        )
         return [{"role": "user", "content": text}]
     target = architectures.read(problem.config.build_dir).values
     prompt = build(

@@ -61,7 +61,9 @@ class Prepared:
     error: str | None = None  # why it could not be prepared; its rollouts get -2
 
 
-def prepare(app: Path, region_ref: str, work: Path, launcher: str, cmake_args: tuple[str, ...]) -> Prepared:
+def prepare(
+    app: Path, region_ref: str, work: Path, launcher: str, cmake_args: tuple[str, ...]
+) -> Prepared:
     """Copy `app` (and the shared folders beside it) under `work`, configure and build it through
     `launcher`; a Prepared with `error` set (one line) when any step fails or times out."""
     root = work / "problems" / app.name
@@ -219,7 +221,9 @@ class RolloutEnv:
         )
         self.state.note = "; ".join((*verdict.reasons, *notes))[:300]
         c = verdict.comparison
-        return judged(verdict.status, c.baseline.median if c else None, c.candidate.median if c else None)
+        return judged(
+            verdict.status, c.baseline.median if c else None, c.candidate.median if c else None
+        )
 
     def _tool_counts(self) -> Counter[str]:
         return Counter(name for name, _ in self.state.calls)

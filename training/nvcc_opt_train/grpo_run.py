@@ -71,7 +71,7 @@ def load_settings(config: Path | None, overrides: dict[str, Any]) -> GRPOSetting
     """The YAML file's values, then the overrides (None: not given). GRPOError, one line."""
     values: dict[str, Any] = {}
     if config is not None:
-        import yaml
+        import yaml  # type: ignore[import-untyped, unused-ignore]
 
         try:
             loaded = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
@@ -82,7 +82,9 @@ def load_settings(config: Path | None, overrides: dict[str, Any]) -> GRPOSetting
         known = {f.name for f in fields(GRPOSettings)}
         unknown = sorted(set(loaded) - known)
         if unknown:
-            raise GRPOError(f"{config}: unknown settings {unknown}; known: {', '.join(sorted(known))}")
+            raise GRPOError(
+                f"{config}: unknown settings {unknown}; known: {', '.join(sorted(known))}"
+            )
         values.update(loaded)
     values.update({k: v for k, v in overrides.items() if v is not None})
     try:
@@ -157,12 +159,15 @@ def train_grpo(
     checkpoint = _checkpoint_to_resume(out, model, print_, resume)
     tokenizer = _tokenizer(model)
     out.mkdir(parents=True, exist_ok=True)
-    write_fingerprint(out, print_)
-    (out / SETTINGS).write_text(json.dumps(asdict(settings), indent=1) + "\n", encoding="utf-8")
-    os.environ["NVCC_OPT_STORE"] = str(out / "work" / "state" / "store.db")  # never the user's
+    if _rank() == "0":
+        write_fingerprint(out, print_)
+        text = json.dumps(asdict(settings), indent=1) + "\n"
+        (out / SETTINGS).write_text(text, encoding="utf-8")
+    work = out / "work" / f"rank{_rank()}"  # each process of a multi-GPU run its own copies
+    os.environ["NVCC_OPT_STORE"] = str(work / "state" / "store.db")  # never the user's store
     executor = open_executor(settings.pool)
     try:
-        prepared = _prepare_all(problemset, out / "work", executor, echo)
+        prepared = _prepare_all(problemset, work, executor, echo)
         shared = Rollouts({p.id: p for p in prepared}, executor, launcher_path())
         baselines = {k: v.get("ms") for k, v in problemset.baselines().items() if v.get("ok")}
         data = rows(prepared, settings.samples, settings.seed, _gpu(settings), baselines)
@@ -179,6 +184,11 @@ def train_grpo(
         executor.shutdown(wait=True)
 
 
+def _rank() -> str:
+    """This process's rank in an accelerate/torchrun launch ("0" alone)."""
+    return os.environ.get("RANK", "0")
+
+
 def _gpu(settings: GRPOSettings) -> str:
     if settings.gpu_name:
         return settings.gpu_name
@@ -188,17 +198,21 @@ def _gpu(settings: GRPOSettings) -> str:
     return final.machine(ProcessRunner()).split(" / ", 1)[-1]
 
 
-def _checkpoint_to_resume(out: Path, model: Path, print_: dict[str, str], resume: bool) -> Path | None:
+def _checkpoint_to_resume(
+    out: Path, model: Path, print_: dict[str, str], resume: bool
+) -> Path | None:
     from transformers.trainer_utils import get_last_checkpoint
 
     exists = out.is_dir() and any(out.iterdir())
     if not resume:
-        if exists:
-            raise GRPOError(f"{out}: holds a run already: pass --resume to continue it, or a new --out")
+        if exists and _rank() == "0":  # other ranks may see what rank 0 just wrote
+            raise GRPOError(
+                f"{out}: holds a run already: pass --resume to continue it, or use a new --out"
+            )
         return None
     if not exists:
         raise GRPOError(f"{out}: no run to resume (nothing there)")
-    last = get_last_checkpoint(str(out))
+    last = get_last_checkpoint(str(out))  # type: ignore[no-untyped-call, unused-ignore]
     if last is None:
         raise GRPOError(f"{out}: no checkpoint-N folder to resume from")
     check_resume(Path(last), model, print_)
@@ -216,9 +230,9 @@ def _trainer(
     vllm_args: dict[str, Any],
     print_: dict[str, str],
 ) -> Any:
-    from datasets import Dataset
+    from datasets import Dataset  # type: ignore[import-not-found, import-untyped, unused-ignore]
     from transformers import TrainerCallback
-    from trl import GRPOConfig
+    from trl import GRPOConfig  # type: ignore[attr-defined, import-not-found, unused-ignore]
 
     class Fingerprint(TrainerCallback):  # type: ignore[misc, unused-ignore]
         def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
