@@ -163,7 +163,7 @@ def _problem_set(tmp: Path) -> Path:
     (hang / "nvcc-opt.toml").write_text(
         (hang / "nvcc-opt.toml")
         .read_text()
-        .replace('dir = "build"', 'dir = "build"\ntimeout_s = 20')
+        .replace('dir = "build"', 'dir = "build"\ntimeout_s = 12')
     )
     problems = [
         Problem(p, "apps", p, ("src/work.cu:accumulate",), ("accumulate",))
@@ -172,6 +172,22 @@ def _problem_set(tmp: Path) -> Path:
     exclusion = {"list_sha256": list_sha256(), "names": 0, "texts": 0, "exclude_from": []}
     problemset.finish(problems, {"exclusion": exclusion})
     return root
+
+
+def _prompts() -> list[str]:
+    """What the prompts hold (optimize's system prompt, the tool catalog and schemas): the tiny
+    tokenizer learns them, so a prompt is ~3k tokens rather than ~10k on a 2-core CI machine."""
+    from transformers.utils import get_json_schema
+
+    from nvcc_opt.agent.answer import ANSWER_FORMAT
+    from nvcc_opt.agent.prompt import render
+    from nvcc_opt.tools.catalog import _DECLARED, declarations
+
+    system = render(
+        "system", gpu="NVIDIA H200", compile_target="sm_90", answer_format=ANSWER_FORMAT
+    )
+    schemas = [json.dumps(get_json_schema(f)["function"]) for f in _DECLARED.values()]
+    return [system, declarations().prompt_text(list(_DECLARED)), *schemas]
 
 
 def _script(trainer: Any) -> None:
@@ -207,7 +223,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path,
     mp.setenv("XDG_CACHE_HOME", str(tmp / "cache"))
     mp.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     problems = _problem_set(tmp)
-    texts = [ORIGINAL, HALF, answer(HALF), "benchmark_code <tool_call> </tool_call>"]
+    texts = [ORIGINAL, HALF, answer(HALF), "benchmark_code <tool_call> </tool_call>", *_prompts()]
     model = tiny_student(tmp / "tiny", texts)
     settings = GRPOSettings(
         generations=K, batch=K, max_steps=2, samples=1, save_steps=1, max_completion_length=4096,

@@ -176,7 +176,12 @@ def train_grpo(
         trainer = _trainer(model, tokenizer, out, settings, data, envs, shared, vllm_args, print_)
         if trainer_hook is not None:
             trainer_hook(trainer)
-        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        try:
+            trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        finally:  # the rollouts' scratch folders and private trees
+            for pool in getattr(trainer, "_environment_pool", {}).values():
+                for env in pool:
+                    env._close()
         trainer.save_model(str(out / "final"))
         tokenizer.save_pretrained(str(out / "final"))
         return trainer
