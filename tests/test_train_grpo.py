@@ -264,10 +264,13 @@ def test_two_steps_with_real_tools_and_verification(trained: tuple[Path, Path, P
 def test_resume_from_a_checkpoint_of_another_model_is_refused_in_one_line(
     trained: tuple[Path, Path, Path, Any], tmp_path: Path
 ) -> None:
-    from nvcc_opt_train.grpo_run import GRPOSettings, train_grpo
+    from nvcc_opt_train.grpo_data import fingerprint
+    from nvcc_opt_train.grpo_run import GRPOSettings, _checkpoint_to_resume, train_grpo
     from nvcc_opt_train.tiny import tiny_student
 
-    problems, _, out, _ = trained
+    problems, model, out, _ = trained
+    # the same model resumes from the last checkpoint
+    assert _checkpoint_to_resume(out, model, fingerprint(model), True) == out / "checkpoint-2"
     other = tiny_student(tmp_path / "other", [ORIGINAL, "something else"], seed=1)
     with pytest.raises(GRPOError) as err:
         train_grpo(problems, other, out, GRPOSettings(generations=K, batch=K), resume=True)
