@@ -4,7 +4,14 @@ Plain data and no imports: the console entry reads the names to tell a subcomman
 on every compile, and the CLI group imports a command's module only when that command runs, so
 `nvcc-opt --help` lists them from here (tests/test_startup.py checks each line against the
 command's own help). Adding a command is one entry.
+
+It also holds the environment names that make nvcc-opt a pass-through, for the same reason: the
+fast path reads them, and the layers that start compilers import them from this leaf rather
+than from `entry.py` (which would put the whole CLI in their import graph).
 """
+
+GUARD = "NVCC_OPT_ACTIVE"  # set for the compilers we start: a nested nvcc-opt passes through
+DISABLE = "NVCC_OPT_DISABLE"  # set by a user: every compile passes through untouched
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "status": (
@@ -14,6 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "explain": (
         "nvcc_opt.report_cli:explain",
         "Why each region of FILE does or does not get a rewrite.",
+    ),
+    "report": (
+        "nvcc_opt.html_report.cli:report",
+        "Write one self-contained HTML report of bench reports, traces, a store and LULESH.",
     ),
     "import": (
         "nvcc_opt.transfer_cli:import_command",

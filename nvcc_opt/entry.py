@@ -10,10 +10,8 @@ generated console scripts `re` (scripts/nvcc-opt is ours for that reason). No
 import os
 import sys
 
-from nvcc_opt.commands import COMMANDS
+from nvcc_opt.commands import COMMANDS, DISABLE, GUARD
 
-GUARD = "NVCC_OPT_ACTIVE"  # set for the compilers we start: a nested nvcc-opt passes through
-DISABLE = "NVCC_OPT_DISABLE"
 PRAGMA = b"@optimize"
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c++", ".cp", ".c")
 SUBCOMMANDS = frozenset(COMMANDS)

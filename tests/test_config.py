@@ -308,6 +308,11 @@ def test_init_writes_a_loadable_commented_file(app: Path) -> None:
     assert f"build tree: build (Ninja, Release, source {app})" in result.output
     assert "CUDA architectures: 90 (from build.ninja)" in result.output
     assert 'run: command = "./run.sh {build}"' in result.output
+    # the targets of the tagged sources, through CMake's File API (the tree configured once more)
+    assert "targets: read through CMake's File API (configured build once more" in result.output
+    assert "tagged: src/stencil.cu (target saxpy_kernels)" in result.output
+    assert "tagged: src/update.cu (target saxpy_kernels)" in result.output
+    assert "tagged: src/main.cu" not in result.output
     script = Path(sys.executable).parent / "nvcc-opt"  # this installation's, by absolute path
     assert f"after cmake -B build -DCMAKE_CUDA_COMPILER_LAUNCHER={script}\n" in result.output
     text = (app / "nvcc-opt.toml").read_text(encoding="utf-8")
@@ -362,6 +367,7 @@ def test_init_without_a_build_tree_or_run_script_says_what_to_do(
     result = CliRunner().invoke(init, ["--build", "b"])
     assert result.exit_code == 0, result.output
     assert "fill in: [run] command" in result.output
+    assert "note: targets not read through CMake's File API: cmake " in result.output
     text = (tmp_path / "nvcc-opt.toml").read_text(encoding="utf-8")
     assert '# command = "./run.sh {build}"' in text
     assert load(tmp_path).run.command is None

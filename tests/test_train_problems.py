@@ -245,3 +245,25 @@ def test_problems_that_differ_only_in_their_tags_are_built_once(tmp_path: Path) 
     assert results == [("one", None), ("two", None)]
     assert sorted(p.name for p in (root / CHECK_DIR).iterdir() if p.is_dir()) == ["one"]
     assert said == ["one: builds", "two: builds"]
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_a_build_folder_left_by_a_killed_run_is_configured_again_from_clean(
+    tmp_path: Path,
+) -> None:
+    """A stale or half-written CMake cache in a reused build folder (a run killed mid-configure)
+    fails its configure; the build starts that folder again from clean instead of failing."""
+    from nvcc_opt_train.appcheck import build_app, default_cmake_args
+
+    app = tmp_path / "saxpy"
+    shutil.copytree(APPS / "saxpy", app)
+    shutil.copytree(APPS / "common", tmp_path / "common")  # what saxpy includes from beside it
+    stale = tmp_path / "scratch" / "build"
+    stale.mkdir(parents=True)
+    (stale / "CMakeCache.txt").write_text(
+        "CMAKE_HOME_DIRECTORY:INTERNAL=/somewhere/else\n", encoding="utf-8"
+    )
+    built = build_app(app, tmp_path / "scratch", default_cmake_args(False), 2)
+    assert built.build_dir == stale
+    assert str(app.resolve()) in (stale / "CMakeCache.txt").read_text(encoding="utf-8")

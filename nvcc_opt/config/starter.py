@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from nvcc_opt.config import architectures, launcher
+from nvcc_opt.config import architectures, launcher, targets
 from nvcc_opt.config.model import ConfigError, Settings
 from nvcc_opt.config.project import PYPROJECT, find_build_trees, has_tool_table, read_cmake_cache
 from nvcc_opt.paths import CONFIG_NAME
@@ -163,6 +163,7 @@ def summary(found: Found) -> list[str]:
     if "CMAKE_CUDA_COMPILER" not in cache:
         lines.append("note: that tree has no CUDA compiler configured")
     lines += _launcher_lines(found)
+    lines += targets.tagged_lines(found.build_dir, root)
     command = run_command(found)
     if command is None:
         lines.append("fill in: [run] command (no run.sh, run*.sh or scripts/run*.sh found)")

@@ -18,7 +18,7 @@ import sys
 
 from nvcc_opt import paths
 from nvcc_opt._sha import sha256
-from nvcc_opt.entry import GUARD
+from nvcc_opt.commands import GUARD
 from nvcc_opt.launcher import argv, candidate, chain, depfile, plan, spawn
 from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt.values import AcceptedRewrite, CompileContext, RegionSpan

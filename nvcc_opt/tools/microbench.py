@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nvcc_opt import flags
+from nvcc_opt.pool.lease import gpu_lease
 from nvcc_opt.tools.output import cap
 from nvcc_opt.tools.schema import ToolError, tool
 from nvcc_opt.verify.stats import summarize
@@ -238,13 +239,15 @@ class Microbench:
         env = {**os.environ, "NVCC_OPT_SEED": str(seed)}
         if self.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.gpu
-        return self.runner.run(
-            [f"./{PROGRAM}", *args],
-            cwd=folder,
-            env=env,
-            timeout_s=self.run_timeout_s,
-            writable=[folder],
-        )
+        # the GPU alone while it times; unset CUDA_VISIBLE_DEVICES: every GPU of the host
+        with gpu_lease(env.get("CUDA_VISIBLE_DEVICES")):
+            return self.runner.run(
+                [f"./{PROGRAM}", *args],
+                cwd=folder,
+                env=env,
+                timeout_s=self.run_timeout_s,
+                writable=[folder],
+            )
 
 
 def describe_run(done: Completed, parsed: Parsed) -> list[str]:

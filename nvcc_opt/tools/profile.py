@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nvcc_opt import flags
+from nvcc_opt.pool.lease import gpu_lease
 from nvcc_opt.tools import ncu, ptxas
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.schema import ToolError, tool
@@ -128,7 +129,10 @@ class Profile:
         """The project's run script once, under ncu, on the configured GPU, sandboxed as a
         benchmark_code run is."""
         config, gpu = self.bench.config, self.bench.gpu
-        with tempfile.TemporaryDirectory(prefix="nvcc-opt-profile-") as scratch:
+        with (
+            tempfile.TemporaryDirectory(prefix="nvcc-opt-profile-") as scratch,
+            gpu_lease(gpu),  # the GPU alone: ncu replays and times launches
+        ):
             work = Path(scratch)
             return self.bench.runner.run(
                 [*words, *config.render_run(build_dir, gpu, work)],

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nvcc_opt.config import ProjectConfig
+from nvcc_opt.pool.lease import gpu_lease
 from nvcc_opt.records import CompileContext, Verification
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.region import Region
@@ -112,7 +113,10 @@ def _sanitize(
             "--target-processes", "all", *config.render_run(cand.build_dir, gpu),
             *config.verify.sanitizer_args,
         ]  # fmt: skip
-        with tempfile.TemporaryDirectory(prefix="nvcc-opt-sanitize-") as scratch:
+        with (
+            tempfile.TemporaryDirectory(prefix="nvcc-opt-sanitize-") as scratch,
+            gpu_lease(gpu),  # a check on the GPU: never beside a measurement
+        ):
             done = runner.run(
                 argv,
                 cwd=config.run_cwd(cand.build_dir, gpu),

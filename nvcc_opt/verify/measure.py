@@ -8,7 +8,8 @@ contained (workspace/runner.py: their processes end with them; the build trees a
 With the channel attached (`Attach`), every run also carries nvcc-opt's own measurement of it
 (runtime/channel.cpp: GPU time and launches per kernel), and the timed runs must agree with it
 (verify/corroborate.py); printed patterns are counted against the baseline's output
-(verify/checks.py).
+(verify/checks.py). Every run holds its GPU alone (nvcc_opt/pool/lease.py), so runs started by
+other threads or processes of this host (a tool pool) never share the GPU with a measurement.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nvcc_opt.config import ProjectConfig
+from nvcc_opt.pool.lease import gpu_lease
 from nvcc_opt.runtime import report
 from nvcc_opt.runtime.build import environment
 from nvcc_opt.verify.checks import CheckResult, RunOutput, check_run
@@ -101,14 +103,15 @@ def observed_run(
     with _scratch() as work, _scratch() as channel:
         argv = [*config.render_run(build.build_dir, gpu, work), *args]
         extra = {} if attach is None else environment(attach.library, channel, attach.state)
-        done = runner.run(
-            argv,
-            cwd=config.run_cwd(build.build_dir, gpu, work),
-            env={**os.environ, **config.run_env(build.build_dir, gpu, work), **extra},
-            timeout_s=config.run.timeout_s,
-            writable=(*build.writable, channel, work),  # TMPDIR: the last; the tree: no
-            readonly=build.readonly,
-        )
+        with gpu_lease(gpu):  # no other run on this GPU meanwhile, from any process here
+            done = runner.run(
+                argv,
+                cwd=config.run_cwd(build.build_dir, gpu, work),
+                env={**os.environ, **config.run_env(build.build_dir, gpu, work), **extra},
+                timeout_s=config.run.timeout_s,
+                writable=(*build.writable, channel, work),  # TMPDIR: the last; the tree: no
+                readonly=build.readonly,
+            )
         files = {}
         for name in config.check.files:
             path = config.output_path(name, build.build_dir, gpu, work)

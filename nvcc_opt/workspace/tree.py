@@ -26,7 +26,7 @@ from typing import Any
 from filelock import FileLock
 
 from nvcc_opt import paths
-from nvcc_opt.entry import GUARD
+from nvcc_opt.commands import GUARD
 from nvcc_opt.launcher import candidate
 from nvcc_opt.regions.scan import scan
 from nvcc_opt.workspace import cmake_cache

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvcc_opt.entry import GUARD
+from nvcc_opt.commands import GUARD
 from nvcc_opt.launcher import argv, candidate, chain
 from nvcc_opt.workspace.runner import Runner
 

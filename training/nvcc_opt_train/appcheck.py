@@ -110,7 +110,15 @@ def build_app(app: Path, scratch: Path, cmake_args: Sequence[str], parallel: int
     if (app / "CMakeLists.txt").is_file():
         build_dir = scratch / "build"
         configure = ["cmake", "-S", str(app), "-B", str(build_dir), "-G", "Ninja", *cmake_args]
-        _step("configure", configure, app, env, config.build.timeout_s)
+        reused = build_dir.exists()
+        try:
+            _step("configure", configure, app, env, config.build.timeout_s)
+        except AppFailed as exc:
+            if not reused or "did not finish" in str(exc):
+                raise
+            # a folder left by a killed run can hold a half-written CMake cache: once more, clean
+            shutil.rmtree(build_dir, ignore_errors=True)
+            _step("configure", configure, app, env, config.build.timeout_s)
     else:
         copy = scratch / "tree"
         try:
