@@ -121,8 +121,10 @@ def test_serial_pool_runs_inline_and_a_failed_call_is_an_observation() -> None:
     message = {"role": "tool", "content": shared.submit(lambda: 1 / 0)}  # type: ignore[arg-type, return-value]
     shared.resolve([message])
     assert message["content"].startswith("error: the tool call failed in the pool")
-    with pytest.raises(PoolSpecError, match="expected serial, local"):
+    with pytest.raises(PoolSpecError, match="unknown pool 'cluster'"):
         open_executor("cluster")
+    with pytest.raises(PoolSpecError, match="cannot go to a Parsl pool yet"):
+        open_executor("parsl:cluster.py")
 
 
 def test_bad_settings_are_one_line(tmp_path: Path) -> None:
@@ -140,6 +142,8 @@ def test_bad_settings_are_one_line(tmp_path: Path) -> None:
     if importlib.util.find_spec("vllm") is None:
         assert done.exit_code == 1 and "needs vLLM, which is not installed" in done.output
         assert len(done.output.strip().splitlines()) == 1
+    done = CliRunner().invoke(grpo, [*args, "--pool", "parsl:cluster.py"])
+    assert done.exit_code == 1 and "cannot go to a Parsl pool yet" in done.output
     assert not (tmp_path / "o").exists()
 
 

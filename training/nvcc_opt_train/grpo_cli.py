@@ -13,7 +13,7 @@ from nvcc_opt_train.grpo_data import GRPOError
 from nvcc_opt_train.grpo_run import VLLM_MODES, GRPOSettings, load_settings, train_grpo
 from nvcc_opt_train.problemset import ProblemSetError
 from nvcc_opt_train.student import StudentError
-from nvcc_opt_train.toolpool import PoolSpecError
+from nvcc_opt_train.toolpool import PoolError
 
 D = GRPOSettings()
 F = TypeVar("F", bound=Callable[..., Any])
@@ -68,7 +68,7 @@ def _opt(name: str, kind: Any, text: str) -> Callable[[F], F]:
 @_opt("--samples", click.IntRange(min=1), "Prompts per problem region (each its own tool subset).")
 @_opt("--save-steps", click.IntRange(min=1), "A checkpoint every N steps.")
 @_opt("--seed", int, "Seed of sampling, tool subsets and trl.")
-@_opt("--pool", str, "Where tool calls run: serial | local | local:N | parsl:PATH.")
+@_opt("--pool", str, "Where tool calls run: serial | local | local:N.")
 @_opt(
     "--vllm", click.Choice(VLLM_MODES), "Generate with vLLM (trl's modes); default: transformers."
 )
@@ -87,6 +87,6 @@ def grpo(
     try:
         settings = load_settings(config_file, overrides)
         train_grpo(problems, model, out, settings, resume=resume, echo=click.echo)
-    except (GRPOError, StudentError, ProblemSetError, PoolSpecError, ConfigError) as exc:
+    except (GRPOError, StudentError, ProblemSetError, PoolError, ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"written: {out / 'final'} (steps logged in {out / 'grpo_steps.jsonl'})")

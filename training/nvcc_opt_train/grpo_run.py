@@ -54,7 +54,7 @@ class GRPOSettings:
     samples: int = 4  # prompts per problem region, each with its own seeded 4-6 tool subset
     save_steps: int = 10  # a checkpoint every N steps (and at the end)
     seed: int = 0
-    pool: str = "local"  # where tool calls run: serial | local | local:N | parsl:PATH
+    pool: str = "local"  # where tool calls run: serial | local | local:N (nvcc_opt.pool)
     vllm: str | None = None  # None: transformers in-process; colocate | server: trl's vLLM modes
     vllm_server_url: str | None = None  # for vllm=server (trl's vllm_server_base_url)
     bf16: bool = False
@@ -147,12 +147,13 @@ def train_grpo(
     echo: Callable[[str], None] = lambda _: None,
     trainer_hook: Callable[[Any], None] | None = None,
 ) -> Any:
-    """Train; return the trainer. GRPOError / StudentError / ProblemSetError (one line each)
-    before anything loads when the input is wrong. `trainer_hook` sees the trainer before it
-    trains (tests script the model's replies there)."""
+    """Train; return the trainer. GRPOError / StudentError / ProblemSetError / PoolError (one
+    line each) before anything loads when the input is wrong. `trainer_hook` sees the trainer
+    before it trains (tests script the model's replies there)."""
     from nvcc_opt_train.exclusion import require_exclusion
 
     vllm_args = _vllm_args(settings)
+    open_executor(settings.pool).shutdown()  # a bad --pool is one line before anything loads
     problemset = ProblemSet.open(problems_dir)
     require_exclusion(problemset)
     print_ = fingerprint(model) if model.is_dir() else {"model": str(model), "sha256": ""}

@@ -1,56 +1,27 @@
 """The executor tool calls and final verifications of GRPO rollouts run on: one place to swap.
 
-`open_executor(spec)` is `nvcc_opt.pool.open_pool(spec)` where that package exists (the tool
-pool: local processes with per-GPU leases, or Parsl); until it does, "serial" runs each call
-inline and "local" / "local:N" run them on N threads (default: the CPU count). Threads suit the
-work: a tool call is mostly waiting on subprocesses (nvcc, cmake, the run script), and the tools
-keep per-rollout state (a Benchmark's trees and history) in this process.
+`open_executor(spec)` is nvcc-opt's tool pool (`nvcc_opt.pool.open_pool`): "serial" runs each
+call inline (trl's own way), "local" / "local:N" on N threads of this process (default: one per
+core), where every run that times or checks on a GPU takes that GPU's lease, so concurrent
+calls never share a GPU measurement. A rollout's tools keep their state in this process (a
+Benchmark's private trees and history), so calls cannot travel to other hosts yet: a "parsl:"
+pool is refused here in one line rather than failing call by call.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import os
-import re
-from collections.abc import Callable
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from concurrent.futures import Executor
 
-T = TypeVar("T")
-_LOCAL = re.compile(r"local(?::([1-9][0-9]*))?")
+from nvcc_opt.pool import PoolError, PoolSpecError, open_pool
 
-
-class PoolSpecError(ValueError):
-    """A --pool value this installation cannot open; one line."""
-
-
-class InlineExecutor(Executor):
-    """Runs each call at submit time, in the caller's thread ("serial": trl's own way)."""
-
-    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
-        future: Future[T] = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # the caller sees it from result(), as with any executor
-            future.set_exception(exc)
-        return future
+__all__ = ["PoolError", "PoolSpecError", "open_executor"]
 
 
 def open_executor(spec: str) -> Executor:
-    """The executor for `--pool SPEC`: "serial" | "local" | "local:N" | "parsl:PATH"."""
-    if importlib.util.find_spec("nvcc_opt.pool") is not None:
-        pool = importlib.import_module("nvcc_opt.pool")
-        opened: Executor = pool.open_pool(spec)
-        return opened
-    if spec == "serial":
-        return InlineExecutor()
-    match = _LOCAL.fullmatch(spec)
-    if match is not None:
-        workers = int(match.group(1) or os.cpu_count() or 1)
-        return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nvcc-opt-tool")
-    if spec.startswith("parsl:"):
+    """The executor for `--pool SPEC`: "serial" | "local" | "local:N"."""
+    if spec.strip().startswith("parsl:"):
         raise PoolSpecError(
-            f"--pool {spec}: the Parsl backend needs nvcc_opt.pool, which this installation lacks"
+            f"--pool {spec}: GRPO rollouts keep their tools' state in the trainer's process, so "
+            "their calls cannot go to a Parsl pool yet; use local or local:N"
         )
-    raise PoolSpecError(f"--pool {spec!r}: expected serial, local, local:N or parsl:PATH")
+    return open_pool(spec)
