@@ -36,5 +36,5 @@ def test_train_with_the_package_lists_its_commands() -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    for name in ("problems", "baseline", "collect", "student", "sft", "eval"):
+    for name in ("problems", "baseline", "collect", "student", "sft", "grpo", "eval"):
         assert f"  {name}" in done.stdout

@@ -25,6 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nvcc_opt_train.sft_cli:sft",
         "Distill: fine-tune a student on an SFT dataset of tool-using conversations.",
     ),
+    "grpo": (
+        "nvcc_opt_train.grpo_cli:grpo",
+        "GRPO with the tools in every rollout, rewarded by the final verification.",
+    ),
     "eval": (
         "nvcc_opt_train.eval_cli:eval_command",
         "What a model does on problems it never trained on: tool use, answers, speedups.",
