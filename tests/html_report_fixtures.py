@@ -182,6 +182,17 @@ def lulesh_table(path: Path) -> Path:
     return path
 
 
+def grpo_log(path: Path) -> Path:
+    """Three steps as `nvcc-opt train grpo` logs them (the keys the report reads, and others)."""
+    rows = [
+        {"step": n, "rollouts": 12, "reward_mean": r, "r_perf_mean": r - 0.2,
+         "r_tools_mean": 0.2, "valid_answer_share": v, "tool_s": 3.0, "notes": []}
+        for n, r, v in ((1, -1.5, 0.25), (2, -0.9, 0.5), (3, -0.4, 0.75))
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
 class Page(HTMLParser):
     """Every tag with its attributes, and the figures' ids, points and marks."""
 
@@ -239,6 +250,7 @@ def inputs(tmp_path: Path) -> dict[str, Path]:
         "traces": traces,
         "store": store_with_rewrite(tmp_path / "store.db", json.loads(other.read_text())),
         "lulesh": lulesh_table(tmp_path / "lulesh.json"),
+        "grpo": grpo_log(tmp_path / "grpo_steps.jsonl"),
         "out": tmp_path / "out" / "report.html",
     }
 
@@ -257,6 +269,8 @@ def full_args(i: dict[str, Path]) -> list[str | Path]:
         i["store"],
         "--lulesh",
         i["lulesh"],
+        "--grpo",
+        i["grpo"],
         "-o",
         i["out"],
     ]

@@ -26,7 +26,7 @@ def test_every_figure_has_data_and_nothing_is_external(inputs: dict[str, Path]) 
     assert sorted(p.name for p in inputs["out"].parent.iterdir()) == ["report.html"]
     text = inputs["out"].read_text()
     page = Page(text)
-    assert set(page.figures) == {"fig1-plot", "fig2-plot", "fig3-plot", "fig4-plot"}
+    assert set(page.figures) == {"fig1-plot", "fig2-plot", "fig3-plot", "fig4-plot", "grpo-plot"}
     assert all(n > 0 for n in page.figures.values()), page.figures
     assert all(n > 0 for n in page.marks.values()), page.marks
     refs = page.references()
@@ -214,3 +214,18 @@ def test_reads_the_table_the_lulesh_integration_writes(tmp_path: Path) -> None:
         InputError, match=r"lulesh-table.json:\d+: not a LULESH table \(rows.1.unit"
     ):
         load_lulesh(path)
+
+
+def test_the_grpo_reward_curve_and_a_bad_step_log(inputs: dict[str, Path], tmp_path: Path) -> None:
+    i = inputs
+    done = report(*full_args(i))
+    assert done.exit_code == 0, done.output
+    page = Page(i["out"].read_text(encoding="utf-8"))
+    assert page.figures["grpo-plot"] == 12  # four curves of three steps
+    assert page.marks.get("grpo-plot", 0) >= 4
+    bad = tmp_path / "bad_steps.jsonl"
+    good = i["grpo"].read_text(encoding="utf-8")
+    bad.write_text(good + '{"step": 4, "rollouts": 12}\n', encoding="utf-8")
+    line = one_line_naming(report("--grpo", bad, "-o", tmp_path / "r.html"), bad)
+    assert f"{bad}:4: not a GRPO step record" in line
+    assert not (tmp_path / "r.html").exists()

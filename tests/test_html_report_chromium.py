@@ -56,9 +56,9 @@ def test_report_renders_with_every_figure_checked(inputs: dict[str, Path], tmp_p
     assert len(colours) > 20  # figures in several colours, not a blank page
     dom = chromium(page, tmp_path / "p2", "--dump-dom").stdout
     body, title = body_and_title(dom)
-    assert 'data-report-ok="true"' in body and 'data-figures="4"' in body
+    assert 'data-report-ok="true"' in body and 'data-figures="5"' in body
     assert title.endswith(" [ok]")
-    assert len(re.findall(r'data-marks="[1-9]\d*"', dom)) == 4
+    assert len(re.findall(r'data-marks="[1-9]\d*"', dom)) == 5
 
 
 def test_a_report_without_figures_says_so_in_the_browser(tmp_path: Path) -> None:

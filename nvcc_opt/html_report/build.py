@@ -10,6 +10,7 @@ from pathlib import Path
 
 from nvcc_opt.html_report import figure_sections, figures, table_sections
 from nvcc_opt.html_report.gathered import Gathered
+from nvcc_opt.html_report.grpo_log import load_grpo
 from nvcc_opt.html_report.inputs import load_bench, load_store, load_traces
 from nvcc_opt.html_report.lulesh import load_lulesh
 from nvcc_opt.html_report.page import render
@@ -23,6 +24,7 @@ def gather(
     traces: Path | None = None,
     store: Path | None = None,
     lulesh: Path | None = None,
+    grpo: Path | None = None,
 ) -> Gathered:
     """Every input read; InputError (one line naming the file) at the first bad one."""
     return Gathered(
@@ -34,6 +36,8 @@ def gather(
         store=store,
         lulesh=load_lulesh(lulesh) if lulesh is not None else None,
         lulesh_path=lulesh,
+        grpo=load_grpo(grpo) if grpo is not None else None,
+        grpo_path=grpo,
     )
 
 
@@ -45,6 +49,7 @@ def html(g: Gathered) -> str:
         figure_sections.fig2(g),
         figure_sections.fig3(g),
         figure_sections.fig4(g),
+        figure_sections.grpo(g),
         table_sections.lulesh(g),
         table_sections.kernels(g, links),
         table_sections.rewrites(g, links),
@@ -59,6 +64,8 @@ def html(g: Gathered) -> str:
         given.append(f"store {g.store} ({len(g.rewrites or [])} rewrites)")
     if g.lulesh_path is not None:
         given.append(f"LULESH table {g.lulesh_path}")
+    if g.grpo_path is not None:
+        given.append(f"GRPO step log {g.grpo_path} ({len(g.grpo or [])} steps)")
     items = "".join(f"<li>{escape(s)}</li>" for s in given) or "<li>nothing</li>"
     intro = f"<p>Written {escape(time.strftime('%Y-%m-%d %H:%M %Z'))} from:</p><ul>{items}</ul>"
     return render(TITLE, intro, sections)

@@ -41,6 +41,12 @@ from nvcc_opt.html_report.inputs import InputError
     '"baseline_ms": .., "optimized_ms": .., "speedup": ..}], "gpu": .., "size": ..}.',
 )
 @click.option(
+    "--grpo",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A GRPO step log (OUT/grpo_steps.jsonl of `nvcc-opt train grpo`): the reward curve.",
+)
+@click.option(
     "-o",
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -53,6 +59,7 @@ def report(
     traces: Path | None,
     store: Path | None,
     lulesh: Path | None,
+    grpo: Path | None,
     out: Path,
 ) -> None:
     """Write one self-contained HTML report of bench reports, traces, a store and LULESH.
@@ -62,7 +69,7 @@ def report(
     trace; a piece not given is a section saying so. The page opens offline (no external
     files) and checks itself: <body data-report-ok="true"> when every figure has data."""
     try:
-        gathered = gather(out, benches, traces, store, lulesh)
+        gathered = gather(out, benches, traces, store, lulesh, grpo)
         write(gathered, out)
     except (InputError, PlottingMissing) as exc:
         raise click.ClickException(str(exc)) from None

@@ -129,3 +129,29 @@ def fig4(g: Gathered) -> Section:
     total = sum(map(sum, counts))
     caption = f"{total} tool calls in {len(views)} traces."
     return Section("fig4", title, figure("fig4-plot", drawn.svg, drawn.points, caption))
+
+
+def grpo(g: Gathered) -> Section:
+    title = "GRPO: reward per step"
+    if not g.grpo:
+        return Section(
+            "grpo", title, missing("No GRPO step log given (--grpo OUT/grpo_steps.jsonl).")
+        )
+    steps = [s.step for s in g.grpo]
+    drawn = figures.reward_curve(
+        steps,
+        [
+            ("reward (mean)", [s.reward_mean for s in g.grpo]),
+            ("r_perf (mean)", [s.r_perf_mean for s in g.grpo]),
+            ("r_tools (mean)", [s.r_tools_mean for s in g.grpo]),
+            ("valid final answers (share)", [s.valid_answer_share for s in g.grpo]),
+        ],
+    )
+    last = g.grpo[-1]
+    caption = (
+        f"{len(steps)} steps from {g.grpo_path}; last step {last.step}: reward "
+        f"{last.reward_mean:.3f} (r_perf {last.r_perf_mean:.3f}, r_tools {last.r_tools_mean:.3f}) "
+        f"over {last.rollouts} rollouts. r_perf: -2 incorrect, -1 not faster, "
+        "min(10, t_base/t - 1) verified faster."
+    )
+    return Section("grpo", title, figure("grpo-plot", drawn.svg, drawn.points, caption))

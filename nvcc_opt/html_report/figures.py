@@ -277,3 +277,32 @@ def tool_counts(
     ax.set_title("Tool use per trace")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     return Drawn(_svg(fig), points)
+
+
+def reward_curve(steps: Sequence[int], curves: Sequence[tuple[str, Sequence[float]]]) -> Drawn:
+    """GRPO: each named value (mean reward, r_perf, r_tools, ...) per training step."""
+    from matplotlib.ticker import MaxNLocator
+
+    fig = _figure(4.2)
+    ax = fig.add_subplot()
+    colors = _colors(len(curves))
+    points = 0
+    for i, (label, values) in enumerate(curves):
+        ax.plot(
+            list(steps),
+            list(values),
+            marker="o",
+            markersize=3.0,
+            linewidth=1.2,
+            color=colors[i],
+            label=label,
+            gid=f"mark-grpo-{i}",
+        )
+        points += len(values)
+    ax.axhline(0.0, color="#888", linestyle="--", linewidth=0.8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("GRPO step")
+    ax.set_ylabel("mean over the step's rollouts")
+    ax.set_title("GRPO reward per step (r = r_perf + r_tools)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    return Drawn(_svg(fig), points)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nvcc_opt.html_report.grpo_log import GrpoStep
 from nvcc_opt.html_report.inputs import Bench, TraceFile
 from nvcc_opt.html_report.lulesh import LuleshTable
 from nvcc_opt.html_report.runs import (
@@ -34,6 +35,8 @@ class Gathered:
     store: Path | None = None
     lulesh: LuleshTable | None = None
     lulesh_path: Path | None = None
+    grpo: list[GrpoStep] | None = None
+    grpo_path: Path | None = None
 
     def find_trace(self, relative: str) -> TraceFile | None:
         """The trace a bench report names (relative to its work folder): at that path under
