@@ -97,12 +97,49 @@ def _with_usage(function: Function, line: str) -> Function:
     )
 
 
+def demangled_base(readable: str) -> str:
+    """The unqualified name in a demangler's text: `void ns::heavy<int>(int*)` -> heavy,
+    `k(Inputs, Data)` -> k, `operator+(float3, float3)` -> operator+."""
+    text = re.sub(r"(\s*(?:const|volatile|&&|&))+$", "", readable.split("$")[0].strip())
+    if text.endswith(")") and (opened := _opening(text, len(text) - 1, "(", ")")) > 0:
+        text = text[:opened].rstrip()  # the parameter list
+    if text.endswith(">") and "operator" not in text.rsplit("::", 1)[-1]:
+        text = text[: max(_opening(text, len(text) - 1, "<", ">"), 0)].rstrip()
+    last = _last_component(text)
+    if "operator" in last:
+        name = last[last.index("operator") :]
+        return re.sub(r"\s+<.*>$", "", name)  # `operator< <int>`: its template arguments
+    return last.split()[-1] if last.split() else readable
+
+
+def _opening(text: str, end: int, opening: str, closing: str) -> int:
+    """The index of the bracket that `text[end]` closes; -1 when unbalanced."""
+    depth = 0
+    for i in range(end, -1, -1):
+        depth += (text[i] == closing) - (text[i] == opening)
+        if depth == 0:
+            return i
+    return -1
+
+
+def _last_component(text: str) -> str:
+    """What follows the last `::` outside brackets (`(anonymous namespace)::k` -> k)."""
+    depth, start = 0, 0
+    for i, c in enumerate(text):
+        depth += (c in "(<") - (c in ")>")
+        if depth == 0 and text.startswith("::", i):
+            start = i + 2
+    return text[start:]
+
+
 def mangled_base(name: str) -> str:
-    """The unqualified name inside an Itanium-mangled name (`_ZN2ns4heavyIiEEvPT_` -> heavy);
-    other names as they are. Enough to match ptxas' names to a source's kernels."""
+    """The unqualified name inside an Itanium-mangled name (`_ZN2ns5heavyIiEEvPT_` -> heavy,
+    `_Z1k6Inputs4Data` -> k); other names as they are. Used only where no demangler
+    (cu++filt, c++filt) is installed: `demangled_base` of the demangler's text is preferred."""
     if not name.startswith("_Z"):
         return name
-    i = 2 + (name[2:3] == "N")
+    nested = name[2:3] == "N"
+    i = 2 + nested
     while i < len(name) and name[i] in "KVr":  # cv-qualifiers of a nested name
         i += 1
     base = name
@@ -110,6 +147,8 @@ def mangled_base(name: str) -> str:
         length = int(found[0])
         start = i + len(found[0])
         base, i = name[start : start + length], start + length
+        if not nested:  # what follows is the parameters' types, not more of the name
+            break
     return base
 
 
@@ -179,6 +218,12 @@ def occupancy(
     blocks = min(per.values())
     limiters = tuple(name for name, n in per.items() if n == blocks)
     return Occupancy(block_size, blocks, blocks * warps, max_warps, limiters)
+
+
+def warps_by_registers(limits: Limits, registers: int) -> int:
+    """Resident warps per SM that `registers` per thread allow, whatever the block size."""
+    max_warps = limits.threads_per_sm // limits.warp_size
+    return min(max_warps, _blocks_by_registers(limits, registers, 1) if registers else max_warps)
 
 
 def _round_up(n: int, unit: int) -> int:
