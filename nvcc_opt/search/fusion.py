@@ -16,7 +16,6 @@ to a function) could reach another thread's elements. The original kernels stay 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import tree_sitter
 
@@ -30,10 +29,7 @@ from nvcc_opt.search.cuda import (
     indentation,
     walk,
 )
-from nvcc_opt.search.structure import global_index_name, guarded_rest, statement_text
-
-if TYPE_CHECKING:
-    from nvcc_opt.search.transforms import Facts
+from nvcc_opt.search.kernel_facts import Facts, global_index_name, guarded_rest, statement_text
 
 FORBIDDEN = (
     "threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "__syncwarp", "__shared__",
