@@ -151,3 +151,27 @@ def statement_text(
 def for_loops(kernel: Kernel) -> list[tree_sitter.Node]:
     """The kernel's `for` loops, outermost first."""
     return [n for n in walk(kernel.body) if n.type == "for_statement"]
+
+
+def thread_aliases(source: Source, kernel: Kernel, axis: str = "x") -> set[str]:
+    """`threadIdx.x` and the names a kernel gives it once and never changes (`unsigned tid =
+    threadIdx.x;`), none of them a parameter or taken by address."""
+    builtin = f"threadIdx.{axis}"
+    declared: dict[str, int] = {}
+    aliases: set[str] = set()
+    changed: set[str] = set()
+    for node in walk(kernel.body):
+        if node.type == "init_declarator":
+            name, value = node.child_by_field_name("declarator"), node.child_by_field_name("value")
+            if name is None or name.type != "identifier":
+                continue
+            declared[source.text(name)] = declared.get(source.text(name), 0) + 1
+            if value is not None and CASTS.sub("", squeeze(source.text(value))) == builtin:
+                aliases.add(source.text(name))
+        elif node.type in ("assignment_expression", "update_expression", "pointer_expression"):
+            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
+            taken = node.type != "pointer_expression" or source.text(node).startswith("&")
+            if target is not None and target.type == "identifier" and taken:
+                changed.add(source.text(target))
+    kept = {a for a in aliases if declared[a] == 1 and a not in changed and a not in kernel.params}
+    return {builtin} | kept

@@ -33,10 +33,8 @@ from nvcc_opt.search.changes import Change, compose, flag_changes, transform_cha
 from nvcc_opt.search.cuda import Source
 from nvcc_opt.search.launches import (
     Launch,
-    aliased,
-    aliased_by_callers,
-    constant,
     definitions,
+    facts_from,
     launches,
     search_hits,
     search_lines,
@@ -312,23 +310,7 @@ def _facts(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[
             )
             for name, value in definitions("\n".join(search_lines(seen))).items():
                 names.setdefault(name, value)
-    block_sizes: dict[str, int] = {}
-    no_alias: set[str] = set()
-    for kernel in kernels:
-        mine = [launch for launch in found if launch.kernel == kernel.name]
-        if not mine:
-            continue
-        sizes = {constant(launch.block, names) for launch in mine}
-        if len(sizes) == 1 and None not in sizes:
-            (size,) = sizes
-            if size is not None and size > 0:
-                block_sizes[kernel.name] = size
-        positions = [kernel.params.index(p.name) for p in kernel.pointers]
-        if not any(aliased(launch, positions) for launch in mine) and not aliased_by_callers(
-            code, kernel.name, positions
-        ):
-            no_alias.add(kernel.name)
-    return Facts(block_sizes=block_sizes, no_alias=frozenset(no_alias), names=names)
+    return facts_from(code, found, names)
 
 
 def _launches(line: str) -> list[Launch]:

@@ -42,7 +42,7 @@ from nvcc_opt.search.cuda import (
     indentation,
     walk,
 )
-from nvcc_opt.search.kernel_facts import WARP, Facts
+from nvcc_opt.search.kernel_facts import WARP, Facts, thread_aliases
 from nvcc_opt.search.shuffle_shapes import (
     each_loop,
     int_counter,
@@ -89,11 +89,14 @@ def _tree_loop(
         kernel_constant(source, kernel, value, names) != size // 2
     ):
         return None
-    if squeezed(source, loop.child_by_field_name("condition")) != f"{stride}>0":
+    ends = (f"{stride}>0", f"{stride}>=1", f"{stride}!=0", f"0<{stride}", f"{stride}")
+    if squeezed(source, loop.child_by_field_name("condition")) not in ends:
         return None
     if squeezed(source, loop.child_by_field_name("update")) not in (
         f"{stride}/=2",
         f"{stride}>>=1",
+        f"{stride}={stride}/2",
+        f"{stride}={stride}>>1",
     ):
         return None
     body = loop.child_by_field_name("body")
@@ -103,16 +106,19 @@ def _tree_loop(
     guard = statements[0]
     if guard.type != "if_statement" or guard.child_by_field_name("alternative") is not None:
         return None
-    if squeezed(source, guard.child_by_field_name("condition")) != f"(threadIdx.x<{stride})":
-        return None
-    add = squeezed(source, guard.child_by_field_name("consequence"))
+    threads = thread_aliases(source, kernel)
+    condition = squeezed(source, guard.child_by_field_name("condition"))
+    thread = next((t for t in threads if condition in (f"({t}<{stride})", f"({stride}>{t})")), None)
+    add = squeezed(source, guard.child_by_field_name("consequence")).removeprefix("{")
     array = add.split("[", 1)[0]
-    if not array.isidentifier():
+    if thread is None or not array.isidentifier():
         return None
-    if add not in (
-        f"{array}[threadIdx.x]+={array}[threadIdx.x+{stride}];",
-        f"{{{array}[threadIdx.x]+={array}[threadIdx.x+{stride}];}}",
-    ):
+    mine, other = (
+        f"{array}[{thread}]",
+        (f"{array}[{thread}+{stride}]", f"{array}[{stride}+{thread}]"),
+    )
+    sums = {f"{mine}+={o};" for o in other} | {f"{mine}={mine}+{o};" for o in other}
+    if add.removesuffix("}") not in sums:
         return None
     element = shared_type(source, kernel, array)
     if element is None or not _reads_only_first(source, kernel, loop, array):

@@ -25,6 +25,7 @@ from nvcc_opt.search.kernel_facts import Facts
 from nvcc_opt.search.launches import constant, definitions
 
 INTEGERS = {"int", "unsigned", "unsigned int", "long long", "unsigned long long"}
+COUNTERS = ("int", "unsigned", "unsignedint")  # as squeezed
 SHUFFLED = {"float", "double", *INTEGERS}
 LoopRewrite = Callable[[Source, Kernel, tree_sitter.Node, int, dict[str, str]], "bytes | None"]
 
@@ -53,13 +54,13 @@ def squeezed(source: Source, node: tree_sitter.Node | None) -> str:
 
 
 def int_counter(source: Source, loop: tree_sitter.Node) -> tuple[str, tree_sitter.Node] | None:
-    """(name, initial value) of a loop `for (int name = value; ...)`."""
+    """(name, initial value) of a loop `for (int name = value; ...)` (or `unsigned`)."""
     init = loop.child_by_field_name("initializer")
     declarator = None if init is None else init.child_by_field_name("declarator")
     if init is None or declarator is None or declarator.type != "init_declarator":
         return None
     value = declarator.child_by_field_name("value")
-    if value is None or squeezed(source, init.child_by_field_name("type")) != "int":
+    if value is None or squeezed(source, init.child_by_field_name("type")) not in COUNTERS:
         return None
     return squeezed(source, declarator.child_by_field_name("declarator")), value
 
