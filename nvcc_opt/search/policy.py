@@ -327,6 +327,22 @@ def _effect(measured: Measured) -> str:
     return f"{measured.verdict}: {measured.why}" if measured.why else measured.verdict
 
 
+CHECKS = (
+    "The speedup is kept only because the project's checks still pass: the numbers and files "
+    "of [check] compared with the original's under its rtol and atol, and the final "
+    "verification's state check under [verify] state_rtol; looser tolerances let more through."
+)
+
+
+def _kind(kept: list[Change]) -> str:
+    """What the first line says first when results change: with code changes, or without."""
+    if not any(c.numerics for c in kept):
+        return ""
+    if any(c.transform is not None for c in kept):
+        return "[code changes + fast math: results change] "
+    return "[fast math, no code change: results change] "
+
+
 def _explain(
     kept: list[Change], alone: dict[str, tuple[Change, Measured]], notes: list[str], best: float
 ) -> str:
@@ -334,7 +350,10 @@ def _explain(
     if kept:
         # the first line names the changes: reports (`bench suite`) show it as "what changed"
         names = " + ".join(c.what for c in kept)
-        lines.append(f"Search policy: {names} ({best:.3f}x measured by benchmark_code)")
+        lines.append(
+            f"Search policy: {_kind(kept)}{names} ({best:.3f}x measured by benchmark_code)"
+        )
+        lines += [f"Numerics: {c.numerics}. {CHECKS}" for c in kept if c.numerics]
         lines.append("Changes:")
         lines += [f"- {c.what}: {_effect(alone[c.name][1])} alone" for c in kept]
     else:
