@@ -17,14 +17,7 @@ from tests.conftest import needs_nvcc
 
 CLASSES = Path(__file__).parent / "fixtures" / "search_classes"
 FILES = sorted(CLASSES.glob("*.cu"))
-COVERED = (
-    "const_restrict",
-    "restrict",
-    "ldg",
-    "hoist",
-    "launch_bounds",
-    "warp_shuffle_tail",
-)
+COVERED = tuple(BY_NAME)  # every transform of the registry
 
 
 def _expected(path: Path, word: str) -> list[str]:

@@ -60,7 +60,8 @@ def fuse(code: str, facts: Facts) -> str | None:
         if function.type != "function_definition" or function.has_error:
             continue
         body = function.child_by_field_name("body")
-        for run in _runs(source, body, steps) if body is not None else []:
+        blocks = [n for n in walk(body) if n.type == "compound_statement"] if body else []
+        for run in [r for block in blocks for r in _runs(source, block, steps)]:
             kernels = [steps[_launched(source, s)[0]] for s in run]
             names = [k.kernel.name for k in kernels]
             stem = "_".join(names) if len(names) == 2 else f"{names[0]}_to_{names[-1]}"
@@ -180,7 +181,8 @@ def _fits(
         == same(_parameters(source, other.kernel).split())
         and one.row == other.row
         and same(one.bound.split()) == same(other.bound.split())
-        and same(one.index.split()) == same(other.index.split())
+        # both are the global x index (any order of its terms), declared with the same type
+        and same(one.index.split("=")[0].split()) == same(other.index.split("=")[0].split())
     )
 
 

@@ -32,7 +32,7 @@ from nvcc_opt.search.cuda import (
     indentation,
     operator_type,
 )
-from nvcc_opt.search.kernel_facts import WARP, Facts
+from nvcc_opt.search.kernel_facts import WARP, Facts, thread_aliases
 from nvcc_opt.search.shuffle_shapes import (
     INTEGERS,
     each_loop,
@@ -85,6 +85,8 @@ def _scan_loop(
     if squeezed(source, loop.child_by_field_name("update")) not in (
         f"{offset}*=2",
         f"{offset}<<=1",
+        f"{offset}={offset}*2",
+        f"{offset}={offset}<<1",
     ):
         return None
     body = loop.child_by_field_name("body")
@@ -101,9 +103,14 @@ def _scan_loop(
     array = read.split("?", 1)[-1].split("[", 1)[0]
     if not array.isidentifier():
         return None
-    if read != f"threadIdx.x>={offset}?{array}[threadIdx.x-{offset}]:0":
+    threads = thread_aliases(source, kernel)
+    thread = next((t for t in threads if read == f"{t}>={offset}?{array}[{t}-{offset}]:0"), None)
+    if thread is None:
         return None
-    if squeezed(source, steps[2]) != f"{array}[threadIdx.x]+={add};":
+    if squeezed(source, steps[2]) not in (
+        f"{array}[{thread}]+={add};",
+        f"{array}[{thread}]={array}[{thread}]+{add};",
+    ):
         return None
     element = shared_type(source, kernel, array, INTEGERS)
     if element is None or squeezed(source, steps[0].child_by_field_name("type")) != (
