@@ -7,10 +7,10 @@ or refused with the reason) and `benchmarks/search_snapshot.md` (per transform, 
     python -m nvcc_opt.search.snapshot           # exit 1 when they differ from the code's result
 
 A unit is one `@optimize` region, or a whole file that tags none. Its facts come from the whole
-file, as the policy's `search` would find them there. A refusal's reason is measured, not
-declared: the transform is tried again with the facts the file lacks (every kernel free of
-aliasing; every kernel launched with 256 threads); when that fires, the missing fact is the
-reason, else the code holds no instance of the transform's pattern.
+file and the constants of the headers beside it, as the policy's `search` would find them. A
+refusal's reason is measured, not declared: the transform is tried again with the facts the
+file lacks (every kernel free of aliasing; every kernel launched with 256 threads); when that
+fires, the missing fact is the reason, else the code holds no instance of the pattern.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ SOURCES = (
     ("fixtures", "tests/fixtures"),
 )
 SUFFIXES = (".cu", ".cuh")
+HEADERS = (".h", ".cuh", ".hpp")
 NO_KERNEL = "no kernel"
 ALIASING = "refused: aliasing unknown"  # no launch shows the kernel's pointers distinct
 BLOCK = "refused: block size unknown"  # no launch with a constant block size
@@ -68,7 +69,10 @@ def units(root: Path = ROOT) -> list[Unit]:
 def file_units(group: str, path: Path, root: Path) -> list[Unit]:
     data = path.read_bytes()
     text = data.decode("utf-8", "replace")
-    facts_of_file = launches(text), definitions(text)
+    # the constants the policy's `search` would find: the file's and its folder's headers'
+    headers = [h for h in sorted(path.parent.iterdir()) if h.suffix in HEADERS and h.is_file()]
+    names = {k: v for h in headers for k, v in definitions(h.read_text(errors="replace")).items()}
+    facts_of_file = launches(text), {**names, **definitions(text)}
     name = str(path.relative_to(root))
     regions = scan(data).regions
     pieces = [(f"{name}:{r.name}", region_text(data, r)) for r in regions] or [(name, text)]
