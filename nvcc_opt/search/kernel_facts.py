@@ -155,19 +155,28 @@ def for_loops(kernel: Kernel) -> list[tree_sitter.Node]:
 
 def thread_aliases(source: Source, kernel: Kernel, axis: str = "x") -> set[str]:
     """`threadIdx.x` and the names a kernel gives it once and never changes (`unsigned tid =
-    threadIdx.x;`), none of them a parameter or taken by address."""
+    threadIdx.x;`): declared once in the kernel, not a parameter, never assigned, updated,
+    taken by address or passed to a call by name (which could take it by reference)."""
     builtin = f"threadIdx.{axis}"
     declared: dict[str, int] = {}
     aliases: set[str] = set()
     changed: set[str] = set()
     for node in walk(kernel.body):
+        parent = node.parent
+        if (
+            node.type == "identifier"
+            and parent is not None
+            and node == (parent.child_by_field_name("declarator"))
+        ):  # any declaration of the name, with a value or not, in any scope
+            declared[source.text(node)] = declared.get(source.text(node), 0) + 1
         if node.type == "init_declarator":
             name, value = node.child_by_field_name("declarator"), node.child_by_field_name("value")
-            if name is None or name.type != "identifier":
+            if name is None or name.type != "identifier" or value is None:
                 continue
-            declared[source.text(name)] = declared.get(source.text(name), 0) + 1
-            if value is not None and CASTS.sub("", squeeze(source.text(value))) == builtin:
+            if CASTS.sub("", squeeze(source.text(value))) == builtin:
                 aliases.add(source.text(name))
+        elif node.type == "argument_list":  # a call could take it by reference and change it
+            changed |= {source.text(c) for c in node.named_children if c.type == "identifier"}
         elif node.type in ("assignment_expression", "update_expression", "pointer_expression"):
             target = node.child_by_field_name("left") or node.child_by_field_name("argument")
             taken = node.type != "pointer_expression" or source.text(node).startswith("&")
