@@ -18,6 +18,7 @@ from pathlib import Path
 from nvcc_opt import flags
 from nvcc_opt.tools import ptxas
 from nvcc_opt.tools.bench import Benchmark
+from nvcc_opt.tools.launch_occupancy import Shapes, occupancy_lines, shapes_of
 from nvcc_opt.tools.schema import ToolError, tool
 from nvcc_opt.workspace.diagnostics import trim_errors
 from nvcc_opt.workspace.tree import TreeError
@@ -94,7 +95,7 @@ class Analysis:
         for kernel in dict.fromkeys(f.name for f in found):
             base = _base(kernel, readable)
             bounds = next((k.launch_bounds for k in declared if k.name == base), None)
-            shapes = _shapes(base, bounds, launch_text)
+            shapes = shapes_of(base, bounds, launch_text)
             lines += _kernel_lines(kernel, readable, [f for f in found if f.name == kernel], shapes)
         lines += _device_lines(report, set(devices), readable)
         lines += [f"ptxas: {w}" for w in report.warnings]
@@ -273,49 +274,15 @@ def _heading(
     return f"region '{region}' ({what}{args}), compiled for {arches}"
 
 
-@dataclass(frozen=True)
-class _Shape:
-    block: int
-    dynamic_shared: int | None  # bytes; None when the launch's is not a constant
-    label: str  # where the block size comes from; "" for a guess
-
-
-@dataclass(frozen=True)
-class _Shapes:
-    shapes: list[_Shape]
-    note: str  # why the block sizes are guesses; "" when they are not
-
-
-def _shapes(kernel: str, bounds: str | None, code: str) -> _Shapes:
-    launches = ptxas.launches(code, kernel)
-    known = [_Shape(s.block, s.dynamic_shared, s.text) for s in launches if s.block is not None]
-    if known:
-        return _Shapes(known, "")
-    limit = ptxas.constant(bounds, code) if bounds else None
-    if limit is not None:
-        return _Shapes([_Shape(limit, 0, f"__launch_bounds__({bounds})")], "")
-    runtime = [s.text for s in launches]
-    where = (
-        f"launched as {', '.join(runtime)}: a run-time value"
-        if runtime
-        else "no launch of it in this file and no __launch_bounds__"
-    )
-    note = (
-        f"block size unknown from source ({where}); occupancy is not shown for guessed sizes. "
-        "profile_kernel reports the block size the program launches and the achieved occupancy"
-    )
-    return _Shapes([], note)
-
-
 def _kernel_lines(
-    kernel: str, readable: dict[str, str], builds: list[ptxas.Function], shapes: _Shapes
+    kernel: str, readable: dict[str, str], builds: list[ptxas.Function], shapes: Shapes
 ) -> list[str]:
     lines = ["", f"kernel {_base(kernel, readable)}: {readable.get(kernel, kernel)}"]
     if shapes.note:
         lines.append(f"  {shapes.note}")
     for f in builds:
         lines.append(f"  {f.arch}: {_resources(f)}")
-        lines += [f"    {line}" for line in _occupancy_lines(f, shapes.shapes)]
+        lines += [f"    {line}" for line in occupancy_lines(f, shapes.shapes)]
     return lines
 
 
@@ -328,41 +295,6 @@ def _resources(f: ptxas.Function) -> str:
     if f.cumulative_stack > f.stack_frame:
         text += f", stack with calls {f.cumulative_stack} B"
     return text + (f", cmem[0] {f.constant_bytes} B" if f.constant_bytes else "")
-
-
-def _occupancy_lines(f: ptxas.Function, shapes: list[_Shape]) -> list[str]:
-    limits = ptxas.limits_for(f.arch)
-    if limits is None:
-        return [f"occupancy: {f.arch} is not in the table ({', '.join(ptxas.ARCHS)})"]
-    if not shapes:
-        return [_register_ceiling(limits, f.registers or 0)]
-    lines = []
-    for shape in shapes:
-        dynamic = shape.dynamic_shared or 0
-        o = ptxas.occupancy(limits, f.registers or 0, f.shared_bytes, shape.block, dynamic)
-        at = f"{shape.label}: " if shape.label else ""
-        at += f"{shape.block} threads/block"
-        if dynamic:
-            at += f" + {dynamic} B dynamic shared"
-        elif shape.dynamic_shared is None:
-            at += " (dynamic shared memory not a constant: not counted)"
-        if o.blocks == 0:
-            lines.append(f"{at}: cannot launch, one block needs more {' and '.join(o.limiters)}")
-        else:
-            lines.append(
-                f"{at}: {o.blocks} blocks/SM, {o.warps} of {o.max_warps} warps "
-                f"({o.fraction:.0%} occupancy), limited by {' and '.join(o.limiters)}"
-            )
-    return lines
-
-
-def _register_ceiling(limits: ptxas.Limits, registers: int) -> str:
-    """What the registers alone allow, whatever the block size."""
-    warps = ptxas.warps_by_registers(limits, registers)
-    max_warps = limits.threads_per_sm // limits.warp_size
-    text = f"registers alone allow up to {warps} of {max_warps} warps per SM"
-    text += f" ({warps / max_warps:.0%})"
-    return text + (", limited by registers at any block size" if warps < max_warps else "")
 
 
 def _device_lines(
