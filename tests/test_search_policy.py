@@ -139,6 +139,8 @@ def test_search_measures_each_change_then_combines_what_helped() -> None:
         "(1.155x measured by benchmark_code)"
     )
     assert "-use_fast_math" in headline and "const __restrict__" in headline
+    assert headline.startswith("Search policy: [code changes + fast math: results change] ")
+    assert "Numerics: fast math changes results" in explanation and "rtol" in explanation
     assert "-use_fast_math" in explanation and "1.050x, improved alone" in explanation
     assert "__ldg() for loads of read-only data: rejected: numbers_differ" in explanation
     sent = [(args["code"], tuple(args.get("compile_args", []))) for args in tried]
@@ -171,6 +173,8 @@ def test_without_search_no_aliasing_promise_so_no_restrict() -> None:
     assert all(name == "benchmark_code" for name, _ in calls)
     assert all("__restrict__" not in args["code"] for _, args in calls)
     assert answer["compile_args"] == ["-use_fast_math"]
+    headline = answer["explanation"].splitlines()[0]  # fast math alone is said first
+    assert headline.startswith("Search policy: [fast math, no code change: results change] ")
 
 
 def test_without_benchmark_code_nothing_is_claimed() -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from nvcc_opt.search.changes import Change, compose, transform_changes
-from nvcc_opt.search.shuffle import warp_shuffle_scan, warp_shuffle_tail
+from nvcc_opt.search.shuffle import warp_shuffle_tail
+from nvcc_opt.search.shuffle_scan import warp_shuffle_scan
 from nvcc_opt.search.transforms import Facts
 from tests.conftest import gpu_available, needs_nvcc
 from tests.cuda_programs import assert_compiles, assert_program_passes

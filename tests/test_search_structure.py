@@ -6,18 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from nvcc_opt.search.changes import Change, compose, transform_changes
-from nvcc_opt.search.structure import (
+from nvcc_opt.search.blocks import (
     block_double,
     block_half,
     block_quarter,
     block_warp_wide,
     block_wide,
     grids_from_blocks,
-    warp_rows,
-    warp_rows_grid,
 )
+from nvcc_opt.search.changes import Change, compose, transform_changes
 from nvcc_opt.search.transforms import Facts
+from nvcc_opt.search.warp_rows import warp_rows, warp_rows_grid
 from tests.conftest import gpu_available, needs_nvcc
 from tests.cuda_programs import assert_compiles, assert_program_passes
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from nvcc_opt.search.annotate import const_restrict, hoist, launch_bounds, ldg, restrict
 from nvcc_opt.search.cuda import Source
+from nvcc_opt.search.kernel_facts import Facts
 from nvcc_opt.search.launches import (
     aliased,
     aliased_by_callers,
@@ -13,16 +15,7 @@ from nvcc_opt.search.launches import (
     launches,
     search_lines,
 )
-from nvcc_opt.search.transforms import (
-    Facts,
-    const_restrict,
-    hoist,
-    launch_bounds,
-    ldg,
-    restrict,
-    unroll,
-    unroll_runtime,
-)
+from nvcc_opt.search.unroll import unroll, unroll_runtime
 
 ROWS = """\
 __global__ void rows(int n, const float* A, const float* x, float* y, float* scratch) {

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from nvcc_opt.search import shuffle, structure
+from nvcc_opt.search import blocks
 from nvcc_opt.search.cuda import Source
-from nvcc_opt.search.transforms import Facts
+from nvcc_opt.search.transforms import BY_NAME, Facts
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "unsafe_rewrites"
 RESHAPES = {
-    "block_half": structure.block_half,
-    "block_quarter": structure.block_quarter,
-    "block_double": structure.block_double,
-    "block_wide": structure.block_wide,
-    "block_warp_wide": structure.block_warp_wide,
+    "block_half": blocks.block_half,
+    "block_quarter": blocks.block_quarter,
+    "block_double": blocks.block_double,
+    "block_wide": blocks.block_wide,
+    "block_warp_wide": blocks.block_warp_wide,
 }
 # fixtures whose reduction itself is sound for a 256-thread block: only reshapes are wrong there
 REDUCTION_SOUND = {"lit_loop.cu", "other_launch.cu", "other_launch2.cu"}
@@ -31,7 +31,7 @@ def test_no_rewrite_is_made_where_it_would_change_the_result(path: Path) -> None
     made = [name for name, transform in RESHAPES.items() if transform(code, facts) is not None]
     if path.name not in REDUCTION_SOUND:
         for name in ("warp_shuffle_tail", "warp_shuffle_scan"):
-            if getattr(shuffle, name)(code, facts) is not None:
+            if BY_NAME[name].apply(code, facts) is not None:
                 made.append(name)
     assert made == [], path.name
 

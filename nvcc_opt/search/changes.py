@@ -35,13 +35,20 @@ class Change:
     what: str  # for the explanation
     transform: str | None = None  # a name in transforms.BY_NAME
     flags: tuple[str, ...] = ()
+    numerics: str = ""  # how it changes the results; "" when it computes the same values
+
+
+FAST_MATH = (
+    "fast math changes results: approximate division, square root and transcendental "
+    "functions, denormals flushed to zero"
+)
 
 
 def flag_changes(target: str, analysis: Analysis | None) -> list[Change]:
     """Build flags for the region's translation unit worth timing on this target."""
     found = [
         Change("fast_math", "-use_fast_math (kept only because the checks still pass)",
-               flags=("-use_fast_math",)),
+               flags=("-use_fast_math",), numerics=FAST_MATH),
         Change("ptxas_O3", "-Xptxas -O3", flags=("-Xptxas=-O3",)),
         Change("vectorize", "--extra-device-vectorization",
                flags=("--extra-device-vectorization",)),

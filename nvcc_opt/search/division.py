@@ -45,15 +45,12 @@ renames a name the division reads; benchmark_code's checks remain the net there.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import tree_sitter
 
 from nvcc_opt.search.cuda import Edit, Kernel, Source, calls_macro, edited, walk
-from nvcc_opt.search.staging import bare, defined_macros
-
-if TYPE_CHECKING:
-    from nvcc_opt.search.transforms import Facts
+from nvcc_opt.search.kernel_facts import Facts
+from nvcc_opt.search.read_patterns import bare, defined_macros
 
 SIGNED_WORDS = r"(int|long|long int|long long|long long int|short|short int|signed)"
 # Keywords only: a name such as int64_t can be a template parameter, an enum or a struct of the

@@ -15,8 +15,8 @@ to a function) could reach another thread's elements. The original kernels stay 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import tree_sitter
 
@@ -24,22 +24,23 @@ from nvcc_opt.search.cuda import (
     Edit,
     Kernel,
     Source,
+    declared_name,
     edited,
     fresh_name,
     identifiers,
     indentation,
     walk,
 )
-from nvcc_opt.search.structure import global_index_name, guarded_rest, statement_text
-
-if TYPE_CHECKING:
-    from nvcc_opt.search.transforms import Facts
+from nvcc_opt.search.kernel_facts import Facts, global_index_name, guarded_rest, statement_text
 
 FORBIDDEN = (
     "threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "__syncwarp", "__shared__",
     "atomicAdd", "atomicSub", "atomicExch", "atomicMin", "atomicMax", "atomicCAS", "atomicInc",
     "atomicDec", "atomicAnd", "atomicOr", "atomicXor",
 )  # fmt: skip
+
+
+CHECK = re.compile(r"(\w+\()?cudaGetLastError\(\)\)?;")
 
 
 @dataclass(frozen=True)
@@ -64,16 +65,25 @@ def fuse(code: str, facts: Facts) -> str | None:
         if function.type != "function_definition" or function.has_error:
             continue
         body = function.child_by_field_name("body")
-        for run in _runs(source, body, steps) if body is not None else []:
-            kernels = [steps[_launched(source, s)[0]] for s in run]
+        blocks = [n for n in walk(body) if n.type == "compound_statement"] if body else []
+        for run in [r for block in blocks for r in _runs(source, block, steps, facts)]:
+            launched = [_launched(source, s) for s in run]
+            kernels = [steps[one[0]] for one in launched]
+            plan = _plan(source, steps, launched)
+            assert plan is not None  # _runs kept only runs with a plan
             names = [k.kernel.name for k in kernels]
             stem = "_".join(names) if len(names) == 2 else f"{names[0]}_to_{names[-1]}"
             name = fresh_name(f"fused_{stem}", used)
             used.add(name)
+            declarations, arguments = plan
             edits.append(
-                Edit(function.start_byte, function.start_byte, _kernel(source, name, kernels))
+                Edit(
+                    function.start_byte,
+                    function.start_byte,
+                    _kernel(source, name, kernels, declarations),
+                )
             )
-            launch = source.text(run[0]).replace(kernels[0].kernel.name, name, 1)
+            launch = f"{name}{_syntax(source, run[0])}({', '.join(arguments)});"
             edits.append(Edit(run[0].start_byte, run[-1].end_byte, launch.encode()))
     return edited(code, source, edits)
 
@@ -155,14 +165,18 @@ def _launched(source: Source, statement: tree_sitter.Node) -> tuple[str, ...]:
 
 
 def _runs(
-    source: Source, body: tree_sitter.Node, steps: dict[str, Step]
+    source: Source, body: tree_sitter.Node, steps: dict[str, Step], facts: Facts
 ) -> list[list[tree_sitter.Node]]:
-    """Maximal runs (two or more) of consecutive launches that can be fused."""
+    """Maximal runs (two or more) of launches that can be fused: consecutive, or apart only by
+    error checks (`CHECK(cudaGetLastError());`), which the fused launch's own check covers."""
     runs: list[list[tree_sitter.Node]] = []
     current: list[tree_sitter.Node] = []
     for statement in [*body.named_children, None]:
+        if current and statement is not None and _error_check(source, statement):
+            continue
         launched = _launched(source, statement) if statement is not None else ()
-        if current and not (launched and _fits(source, steps, current[0], launched)):
+        fits = bool(launched) and _fits(source, steps, current, launched, facts)
+        if current and not fits:
             if len(current) > 1:
                 runs.append(current)
             current = []
@@ -171,21 +185,107 @@ def _runs(
     return runs
 
 
+def _error_check(source: Source, statement: tree_sitter.Node) -> bool:
+    return statement.type == "expression_statement" and bool(
+        CHECK.fullmatch("".join(source.text(statement).split()))
+    )
+
+
 def _fits(
-    source: Source, steps: dict[str, Step], first: tree_sitter.Node, launched: tuple[str, ...]
+    source: Source,
+    steps: dict[str, Step],
+    current: list[tree_sitter.Node],
+    launched: tuple[str, ...],
+    facts: Facts,
 ) -> bool:
-    head = _launched(source, first)
-    if not head or launched[0] not in steps or launched[1:] != head[1:]:
+    head = _launched(source, current[0]) if current else ()
+    if not head or launched[0] not in steps or launched[1] != head[1]:
         return False
     one, other = steps[head[0]], steps[launched[0]]
     same = "".join
-    return (
-        same(_parameters(source, one.kernel).split())
-        == same(_parameters(source, other.kernel).split())
-        and one.row == other.row
+    shape = (
+        one.row == other.row
         and same(one.bound.split()) == same(other.bound.split())
-        and same(one.index.split()) == same(other.index.split())
+        # both are the global x index (any order of its terms), declared with the same type
+        and same(one.index.split("=")[0].split()) == same(other.index.split("=")[0].split())
     )
+    run = [_launched(source, s) for s in current] + [launched]
+    if not shape or _plan(source, steps, run) is None:
+        return False
+    if all(one[2] == head[2] and _same_parameters(source, steps, one[0], head[0]) for one in run):
+        return True  # one parameter list, one set of arguments: nothing can alias anew
+    # Other arguments per kernel: as `__restrict__` does, rely on every launch passing distinct
+    # pointers (facts.no_alias), each a plain name, so step k reads element i of what it names.
+    pointers = [p for one in run for p in _pointer_arguments(source, steps[one[0]], one)]
+    return all(one[0] in facts.no_alias for one in run) and all(p.isidentifier() for p in pointers)
+
+
+def _same_parameters(source: Source, steps: dict[str, Step], a: str, b: str) -> bool:
+    same = "".join
+    one, other = steps[a].kernel, steps[b].kernel
+    return same(_parameters(source, one).split()) == same(_parameters(source, other).split())
+
+
+def _pointer_arguments(source: Source, step: Step, launched: tuple[str, ...]) -> list[str]:
+    pointers = {p.name for p in step.kernel.pointers}
+    pairs = zip(_declarations(source, step.kernel), _arguments(launched[2]), strict=False)
+    return [argument for (name, _), argument in pairs if name in pointers]
+
+
+def _plan(
+    source: Source, steps: dict[str, Step], run: list[tuple[str, ...]]
+) -> tuple[list[str], list[str]] | None:
+    """The fused kernel's parameter declarations and the launch's arguments: each kernel's
+    parameters in turn, one of a name shared by several kernels when every launch passes it the
+    same argument (the declaration without `const` where they differ only by it); None when a
+    shared name gets different arguments or types."""
+    merged: dict[str, tuple[str, str]] = {}
+    for launched in run:
+        declarations = _declarations(source, steps[launched[0]].kernel)
+        arguments = _arguments(launched[2])
+        if len(declarations) != len(arguments):
+            return None
+        for (name, declaration), argument in zip(declarations, arguments, strict=True):
+            if name not in merged:
+                merged[name] = (declaration, argument)
+                continue
+            known, passed = merged[name]
+            if passed != argument or _unconst(known) != _unconst(declaration):
+                return None
+            if "const" in known.split():  # the one the kernel writes through
+                merged[name] = (declaration, argument)
+    return [d for d, _ in merged.values()], [a for _, a in merged.values()]
+
+
+def _unconst(declaration: str) -> str:
+    return "".join(w for w in declaration.replace("*", " * ").split() if w != "const")
+
+
+def _declarations(source: Source, kernel: Kernel) -> list[tuple[str, str]]:
+    declarator = kernel.node.child_by_field_name("declarator")
+    parameters = None if declarator is None else declarator.child_by_field_name("parameters")
+    found = []
+    for parameter in [] if parameters is None else parameters.named_children:
+        name = declared_name(parameter)
+        if parameter.type == "parameter_declaration" and name is not None:
+            found.append((source.text(name), " ".join(source.text(parameter).split())))
+    return found
+
+
+def _arguments(text: str) -> list[str]:
+    """`(a,b+1,f(c,d))` (squeezed) -> ["a", "b+1", "f(c,d)"]."""
+    inner, depth, start, found = text[1:-1], 0, 0, []
+    for i, c in enumerate(inner):
+        depth += (c in "([{") - (c in ")]}")
+        if c == "," and depth == 0:
+            found.append(inner[start:i])
+            start = i + 1
+    return [*found, inner[start:]] if inner else []
+
+
+def _syntax(source: Source, statement: tree_sitter.Node) -> str:
+    call = statement.named_children[0]
+    return next(source.text(c) for c in call.children if c.type == "kernel_call_syntax")
 
 
 def _parameters(source: Source, kernel: Kernel) -> str:
@@ -194,12 +294,12 @@ def _parameters(source: Source, kernel: Kernel) -> str:
     return "" if parameters is None else source.text(parameters)
 
 
-def _kernel(source: Source, name: str, steps: list[Step]) -> bytes:
+def _kernel(source: Source, name: str, steps: list[Step], declarations: list[str]) -> bytes:
     first = steps[0]
     unit = indentation(source, first.rest[0]).decode() or "  "
     lines = [
         f"// {', '.join(s.kernel.name for s in steps)} in one pass (same threads, same index)",
-        f"__global__ void {name}{_parameters(source, first.kernel)} {{",
+        f"__global__ void {name}({', '.join(declarations)}) {{",
         unit + first.index,
         f"{unit}if ({first.row} >= {first.bound}) return;",
     ]

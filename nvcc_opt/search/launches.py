@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import tree_sitter
 
 from nvcc_opt.search.cuda import Source, declared_name, walk
+from nvcc_opt.search.kernel_facts import Facts
 
 MAX_DEPTH = 4  # a block size defined through at most this many names
 
@@ -255,3 +256,26 @@ def _called_with_twins(source: Source, function: str, indices: list[int]) -> boo
 
 def _text(source: Source, node: tree_sitter.Node | None) -> str:
     return "" if node is None else source.text(node)
+
+
+def facts_from(code: str, found: list[Launch], names: Mapping[str, str]) -> Facts:
+    """The facts of the kernels `code` defines, from the launches found (in it and elsewhere)
+    and the constants known: a block size where every launch agrees on one constant, and
+    no aliasing where every launch passes distinct pointers (and so do the callers in `code`)."""
+    block_sizes: dict[str, int] = {}
+    no_alias: set[str] = set()
+    for kernel in Source(code).kernels():
+        mine = [launch for launch in found if launch.kernel == kernel.name]
+        if not mine:
+            continue
+        sizes = {constant(launch.block, names) for launch in mine}
+        if len(sizes) == 1 and None not in sizes:
+            (size,) = sizes
+            if size is not None and size > 0:
+                block_sizes[kernel.name] = size
+        positions = [kernel.params.index(p.name) for p in kernel.pointers]
+        if not any(aliased(launch, positions) for launch in mine) and not aliased_by_callers(
+            code, kernel.name, positions
+        ):
+            no_alias.add(kernel.name)
+    return Facts(block_sizes=block_sizes, no_alias=frozenset(no_alias), names=dict(names))

@@ -33,10 +33,8 @@ from nvcc_opt.search.changes import Change, compose, flag_changes, transform_cha
 from nvcc_opt.search.cuda import Source
 from nvcc_opt.search.launches import (
     Launch,
-    aliased,
-    aliased_by_callers,
-    constant,
     definitions,
+    facts_from,
     launches,
     search_hits,
     search_lines,
@@ -312,23 +310,7 @@ def _facts(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[
             )
             for name, value in definitions("\n".join(search_lines(seen))).items():
                 names.setdefault(name, value)
-    block_sizes: dict[str, int] = {}
-    no_alias: set[str] = set()
-    for kernel in kernels:
-        mine = [launch for launch in found if launch.kernel == kernel.name]
-        if not mine:
-            continue
-        sizes = {constant(launch.block, names) for launch in mine}
-        if len(sizes) == 1 and None not in sizes:
-            (size,) = sizes
-            if size is not None and size > 0:
-                block_sizes[kernel.name] = size
-        positions = [kernel.params.index(p.name) for p in kernel.pointers]
-        if not any(aliased(launch, positions) for launch in mine) and not aliased_by_callers(
-            code, kernel.name, positions
-        ):
-            no_alias.add(kernel.name)
-    return Facts(block_sizes=block_sizes, no_alias=frozenset(no_alias), names=names)
+    return facts_from(code, found, names)
 
 
 def _launches(line: str) -> list[Launch]:
@@ -345,6 +327,22 @@ def _effect(measured: Measured) -> str:
     return f"{measured.verdict}: {measured.why}" if measured.why else measured.verdict
 
 
+CHECKS = (
+    "The speedup is kept only because the project's checks still pass: the numbers and files "
+    "of [check] compared with the original's under its rtol and atol, and the final "
+    "verification's state check under [verify] state_rtol; looser tolerances let more through."
+)
+
+
+def _kind(kept: list[Change]) -> str:
+    """What the first line says first when results change: with code changes, or without."""
+    if not any(c.numerics for c in kept):
+        return ""
+    if any(c.transform is not None for c in kept):
+        return "[code changes + fast math: results change] "
+    return "[fast math, no code change: results change] "
+
+
 def _explain(
     kept: list[Change], alone: dict[str, tuple[Change, Measured]], notes: list[str], best: float
 ) -> str:
@@ -352,7 +350,10 @@ def _explain(
     if kept:
         # the first line names the changes: reports (`bench suite`) show it as "what changed"
         names = " + ".join(c.what for c in kept)
-        lines.append(f"Search policy: {names} ({best:.3f}x measured by benchmark_code)")
+        lines.append(
+            f"Search policy: {_kind(kept)}{names} ({best:.3f}x measured by benchmark_code)"
+        )
+        lines += [f"Numerics: {c.numerics}. {CHECKS}" for c in kept if c.numerics]
         lines.append("Changes:")
         lines += [f"- {c.what}: {_effect(alone[c.name][1])} alone" for c in kept]
     else:

@@ -26,7 +26,6 @@ is loud too. The review's inputs: tests/fixtures/unsafe_preload/ and preload_nam
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import tree_sitter
 
@@ -42,7 +41,8 @@ from nvcc_opt.search.cuda import (
     preceding_pragma,
     walk,
 )
-from nvcc_opt.search.staging import (
+from nvcc_opt.search.kernel_facts import Facts
+from nvcc_opt.search.read_patterns import (
     bare,
     candidate_kernels,
     compile_time,
@@ -54,9 +54,6 @@ from nvcc_opt.search.staging import (
     taken_names,
     value_reads,
 )
-
-if TYPE_CHECKING:
-    from nvcc_opt.search.transforms import Facts
 
 VECTOR = {"float": ("::float4", 4), "double": ("::double2", 2)}
 EMITTED = {"x", "y", "z", "w", "float4", "double2", "reinterpret_cast"}  # no macro may rename

@@ -20,9 +20,7 @@ tolerance must allow that, and benchmark_code checks it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import tree_sitter
 
@@ -38,17 +36,11 @@ from nvcc_opt.search.cuda import (
     modified,
     walk,
 )
-
-if TYPE_CHECKING:
-    from nvcc_opt.search.transforms import Facts
+from nvcc_opt.search.kernel_facts import FLAT_THREAD, MACRO_RETURN, THREADS, Facts
 
 LOOPS = ("for_statement", "while_statement", "do_statement", "switch_statement")
 GUARDED_SLOTS = 1024  # counters of a shared copy whose index has no compile-time bound
 AT = "nvcc_opt_at"
-# Each thread of a block of any shape clears and flushes its share of the counters once.
-FLAT_THREAD = "(int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
-THREADS = "(int)(blockDim.x * blockDim.y * blockDim.z)"
-MACRO_RETURN = re.compile(r"^[ \t]*#[ \t]*define\b[^\n]*\breturn\b", re.MULTILINE)
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,10 @@ accumulators' starts are constants, since every thread (also one past the edge) 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import tree_sitter
 
+from nvcc_opt.search.block_shapes import launch_shapes
 from nvcc_opt.search.cuda import (
     Edit,
     Kernel,
@@ -30,16 +30,13 @@ from nvcc_opt.search.cuda import (
     squeeze,
     walk,
 )
-from nvcc_opt.search.structure import (
+from nvcc_opt.search.kernel_facts import (
+    Facts,
     global_index_name,
-    launch_shapes,
     split_at_loop,
     statement_text,
     unit_loop,
 )
-
-if TYPE_CHECKING:
-    from nvcc_opt.search.transforms import Facts
 
 TILES = (8, 16, 32)
 

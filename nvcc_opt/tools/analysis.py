@@ -18,6 +18,7 @@ from pathlib import Path
 from nvcc_opt import flags
 from nvcc_opt.tools import ptxas
 from nvcc_opt.tools.bench import Benchmark
+from nvcc_opt.tools.launch_occupancy import Shapes, occupancy_lines, shapes_of
 from nvcc_opt.tools.schema import ToolError, tool
 from nvcc_opt.workspace.diagnostics import trim_errors
 from nvcc_opt.workspace.tree import TreeError
@@ -28,7 +29,6 @@ NO_KERNELS = (
     "device code to analyse. compiler_analysis reports on GPU kernels; use benchmark_code to "
     "measure host code."
 )
-GUESSED_BLOCKS = (128, 256, 512)
 EXCERPT_LINES = 40  # per kernel: enough to see a loop body, small enough for several kernels
 MIX_ENTRIES = 16
 TOOL_TIMEOUT_S = 60.0
@@ -59,7 +59,7 @@ class Analysis:
 
         Returns:
             Per kernel and GPU architecture the ptxas resource usage and occupancy at the
-            launch's block size (or at 128, 256 and 512 threads when it is unknown), load and
+            launch's block size (when the source gives it; else what the registers allow), load and
             store widths from the PTX, and an instruction mix, excerpt and digest of the SASS
             where cuobjdump or nvdisasm is installed (equal digests: the same machine code).
         """
@@ -85,20 +85,21 @@ class Analysis:
         compiled: Compiled,
     ) -> str:
         report = ptxas.parse_ptxas(compiled.output)
+        readable = self._readable(sorted({f.name for f in report.functions}), compiled.keep)
         names = {k.name for k in declared}
-        found = [f for f in report.functions if f.entry and _wanted(f, names)]
+        found = [f for f in report.functions if f.entry and _wanted(f, names, readable)]
         if not found:
             return _nothing_compiled(declared, report)
-        readable = self._readable(sorted({f.name for f in report.functions}), compiled.keep)
         launch_text = ptxas.code_only(self._spliced(text))
         lines = [_heading(self.bench.region.name, code, compile_args, declared, found)]
         for kernel in dict.fromkeys(f.name for f in found):
-            bounds = next((k.launch_bounds for k in declared if k.name == _base(kernel)), None)
-            shapes = _shapes(_base(kernel), bounds, launch_text)
+            base = _base(kernel, readable)
+            bounds = next((k.launch_bounds for k in declared if k.name == base), None)
+            shapes = shapes_of(base, bounds, launch_text)
             lines += _kernel_lines(kernel, readable, [f for f in found if f.name == kernel], shapes)
         lines += _device_lines(report, set(devices), readable)
         lines += [f"ptxas: {w}" for w in report.warnings]
-        lines += self._code_lines(compiled, [f.name for f in found])
+        lines += self._code_lines(compiled, [f.name for f in found], readable)
         return "\n".join(lines)
 
     def _compile(self, text: str, compile_args: list[str], work: Path) -> Compiled:
@@ -147,17 +148,24 @@ class Analysis:
         return done.stdout if done.ok else None
 
     def _readable(self, names: list[str], cwd: Path) -> dict[str, str]:
-        """Mangled name -> demangled, with c++filt where it is installed."""
+        """Mangled name -> demangled, with cu++filt (CUDA's) or c++filt where installed; ptxas'
+        `$1` suffixes of local copies are kept as they are."""
         shown = {n: n for n in names}
-        if names and shutil.which("c++filt"):
-            out = self._run(["c++filt", *names], cwd)
+        demangler = demangler_path()
+        if names and demangler:
+            plain = [n.split("$")[0] for n in names]
+            out = self._run([demangler, *plain], cwd)
             if out is not None and len(out.splitlines()) == len(names):
-                shown.update(zip(names, out.splitlines(), strict=True))
+                for name, line in zip(names, out.splitlines(), strict=True):
+                    suffix = name[len(name.split("$")[0]) :]
+                    shown[name] = line.strip() + suffix
         return shown
 
-    def _code_lines(self, compiled: Compiled, kernels: list[str]) -> list[str]:
+    def _code_lines(
+        self, compiled: Compiled, kernels: list[str], readable: dict[str, str]
+    ) -> list[str]:
         sass, where = self._sass(compiled)
-        lines = _ptx_lines(compiled.keep, kernels, excerpt=sass is None)
+        lines = _ptx_lines(compiled.keep, kernels, readable, excerpt=sass is None)
         shown = [(key, code) for key, code in (sass or {}).items() if key[1] in kernels]
         if sass is not None and not shown:
             return [*lines, "", f"SASS: {where} listed none of these kernels"]
@@ -165,10 +173,11 @@ class Analysis:
             return [*lines, "", f"SASS: {where}"]
         for (arch, name), instructions in shown:
             mix = ptxas.sass_mix(instructions)
+            count, digest = len(instructions), ptxas.sass_digest(instructions)
             lines += [
                 "",
-                f"SASS of {_base(name)} ({arch}, {where}): {len(instructions)} instructions,"
-                f" digest {ptxas.sass_digest(instructions)}",
+                f"SASS of {_base(name, readable)} ({arch}, {where}): {count} instructions,"
+                f" digest {digest}",
             ]
             lines.append(f"  mix: {_counts(mix, MIX_ENTRIES)}")
             local = sum(n for op, n in mix.items() if op.startswith(("LDL", "STL")))
@@ -192,7 +201,9 @@ class Analysis:
         return None, "cuobjdump not found; the PTX above shows load/store widths"
 
 
-def _ptx_lines(keep: Path, kernels: list[str], *, excerpt: bool) -> list[str]:
+def _ptx_lines(
+    keep: Path, kernels: list[str], readable: dict[str, str], *, excerpt: bool
+) -> list[str]:
     """Loads and stores of each kernel in the PTX of the newest architecture compiled."""
     texts = [p.read_text(encoding="utf-8", errors="replace") for p in keep.glob("*.ptx")]
     if not texts:
@@ -201,19 +212,35 @@ def _ptx_lines(keep: Path, kernels: list[str], *, excerpt: bool) -> list[str]:
     ptx = ptxas.parse_ptx(newest)
     lines = ["", f"PTX ({ptxas.ptx_target(newest)}) loads and stores:"]
     for kernel in dict.fromkeys(kernels):
-        lines.append(f"  {_base(kernel)}: {_counts(ptxas.ptx_memory(ptx.get(kernel, [])))}")
+        lines.append(
+            f"  {_base(kernel, readable)}: {_counts(ptxas.ptx_memory(ptx.get(kernel, [])))}"
+        )
         if excerpt:
             lines += _excerpt(ptx.get(kernel, []), "PTX")
     return lines
 
 
-def _base(name: str) -> str:
+def demangler_path() -> str | None:
+    """cu++filt (it ships with nvcc, next to it) or binutils' c++filt; None when neither is."""
+    found = shutil.which("cu++filt")
+    if found is None and (nvcc := shutil.which("nvcc")):
+        beside = Path(nvcc).resolve().parent / "cu++filt"
+        found = str(beside) if beside.is_file() else None
+    return found or shutil.which("c++filt")
+
+
+def _base(name: str, readable: dict[str, str]) -> str:
+    """The source's name of a ptxas function: from the demangler's text where it demangled it,
+    else from the mangled name itself."""
+    shown = readable.get(name, name)
+    if shown != name:
+        return ptxas.demangled_base(shown)
     return ptxas.mangled_base(name).split("$")[0]
 
 
-def _wanted(function: ptxas.Function, names: set[str]) -> bool:
+def _wanted(function: ptxas.Function, names: set[str], readable: dict[str, str]) -> bool:
     """A kernel of the region; every kernel when the region holds only device functions."""
-    return not names or _base(function.name) in names
+    return not names or _base(function.name, readable) in names
 
 
 def _nothing_compiled(declared: list[ptxas.Kernel], report: ptxas.PtxasReport) -> str:
@@ -247,44 +274,15 @@ def _heading(
     return f"region '{region}' ({what}{args}), compiled for {arches}"
 
 
-@dataclass(frozen=True)
-class _Shape:
-    block: int
-    dynamic_shared: int | None  # bytes; None when the launch's is not a constant
-    label: str  # where the block size comes from; "" for a guess
-
-
-@dataclass(frozen=True)
-class _Shapes:
-    shapes: list[_Shape]
-    note: str  # why the block sizes are guesses; "" when they are not
-
-
-def _shapes(kernel: str, bounds: str | None, code: str) -> _Shapes:
-    launches = ptxas.launches(code, kernel)
-    known = [_Shape(s.block, s.dynamic_shared, s.text) for s in launches if s.block is not None]
-    if known:
-        return _Shapes(known, "")
-    limit = ptxas.constant(bounds, code) if bounds else None
-    if limit is not None:
-        return _Shapes([_Shape(limit, 0, f"__launch_bounds__({bounds})")], "")
-    sizes = ", ".join(str(n) for n in GUESSED_BLOCKS)
-    note = (
-        f"block size unknown (no __launch_bounds__ and no launch with a constant block size in "
-        f"this file): occupancy shown for {sizes} threads"
-    )
-    return _Shapes([_Shape(n, 0, "") for n in GUESSED_BLOCKS], note)
-
-
 def _kernel_lines(
-    kernel: str, readable: dict[str, str], builds: list[ptxas.Function], shapes: _Shapes
+    kernel: str, readable: dict[str, str], builds: list[ptxas.Function], shapes: Shapes
 ) -> list[str]:
-    lines = ["", f"kernel {_base(kernel)}: {readable.get(kernel, kernel)}"]
+    lines = ["", f"kernel {_base(kernel, readable)}: {readable.get(kernel, kernel)}"]
     if shapes.note:
         lines.append(f"  {shapes.note}")
     for f in builds:
         lines.append(f"  {f.arch}: {_resources(f)}")
-        lines += [f"    {line}" for line in _occupancy_lines(f, shapes.shapes)]
+        lines += [f"    {line}" for line in occupancy_lines(f, shapes.shapes)]
     return lines
 
 
@@ -299,37 +297,13 @@ def _resources(f: ptxas.Function) -> str:
     return text + (f", cmem[0] {f.constant_bytes} B" if f.constant_bytes else "")
 
 
-def _occupancy_lines(f: ptxas.Function, shapes: list[_Shape]) -> list[str]:
-    limits = ptxas.limits_for(f.arch)
-    if limits is None:
-        return [f"occupancy: {f.arch} is not in the table ({', '.join(ptxas.ARCHS)})"]
-    lines = []
-    for shape in shapes:
-        dynamic = shape.dynamic_shared or 0
-        o = ptxas.occupancy(limits, f.registers or 0, f.shared_bytes, shape.block, dynamic)
-        at = f"{shape.label}: " if shape.label else ""
-        at += f"{shape.block} threads/block"
-        if dynamic:
-            at += f" + {dynamic} B dynamic shared"
-        elif shape.dynamic_shared is None:
-            at += " (dynamic shared memory not a constant: not counted)"
-        if o.blocks == 0:
-            lines.append(f"{at}: cannot launch, one block needs more {' and '.join(o.limiters)}")
-        else:
-            lines.append(
-                f"{at}: {o.blocks} blocks/SM, {o.warps} of {o.max_warps} warps "
-                f"({o.fraction:.0%} occupancy), limited by {' and '.join(o.limiters)}"
-            )
-    return lines
-
-
 def _device_lines(
     report: ptxas.PtxasReport, devices: set[str], readable: dict[str, str]
 ) -> list[str]:
     """Device functions ptxas kept as calls (not inlined): their stack and spills."""
     lines = []
     for f in report.functions:
-        if not f.entry and _base(f.name) in devices:
+        if not f.entry and _base(f.name, readable) in devices:
             lines.append(
                 f"device function {readable.get(f.name, f.name)} ({f.arch}, not inlined): "
                 f"local (stack frame) {f.stack_frame} B, spill stores {f.spill_stores} B, "

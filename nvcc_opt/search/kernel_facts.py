@@ -1,0 +1,186 @@
+"""The kernel facts and shape helpers the transforms share (a leaf of `search/`: every transform
+module may import it; no transform imports another, and only the registry, `transforms.py`,
+imports them all).
+
+- `Facts`: what the policy found out about the region's kernels outside their own code.
+- Thread-index shapes: the global index `blockIdx.x * blockDim.x + threadIdx.x` in any order and
+  with casts, a block's flat thread number and size, the guard `if (i < n)` around a body.
+- Statement helpers: a unit-stride loop, a statement's text re-indented.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import tree_sitter
+
+from nvcc_opt.search.cuda import Kernel, Source, indentation, squeeze, walk
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the policy found out about the region's kernels outside their own code."""
+
+    block_sizes: Mapping[str, int] = field(default_factory=dict)  # every launch agrees
+    no_alias: frozenset[str] = frozenset()  # every launch found, none passes a pointer twice
+    names: Mapping[str, str] = field(default_factory=dict)  # constants defined elsewhere
+
+
+# Each thread of a block of any shape clears and flushes its share of the counters once.
+FLAT_THREAD = "(int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+THREADS = "(int)(blockDim.x * blockDim.y * blockDim.z)"
+MACRO_RETURN = re.compile(r"^[ \t]*#[ \t]*define\b[^\n]*\breturn\b", re.MULTILINE)
+WARP = 32
+AXES = ("x", "y", "z")
+CASTS = re.compile(r"\((long|longlong|size_t|int64_t|uint64_t|unsignedlong|unsigned|int)\)")
+
+
+def statements(node: tree_sitter.Node) -> list[tree_sitter.Node]:
+    if node.type == "compound_statement":
+        return [c for c in node.named_children if c.type != "comment"]
+    return [node]
+
+
+def is_global_index(text: str, axis: str = "x") -> bool:
+    """Whether `text` is `blockIdx.x * blockDim.x + threadIdx.x` (any order, integer casts),
+    or the same along `axis` ("y", "z")."""
+    block, size, thread = f"blockIdx.{axis}", f"blockDim.{axis}", f"threadIdx.{axis}"
+    forms = {f"{b}*{d}+{thread}" for b, d in ((block, size), (size, block))}
+    forms |= {f"{thread}+{b}*{d}" for b, d in ((block, size), (size, block))}
+    return CASTS.sub("", squeeze(text)) in forms
+
+
+def global_index_name(source: Source, node: tree_sitter.Node, axis: str = "x") -> str | None:
+    """`i` when `node` is `T i = blockIdx.x * blockDim.x + threadIdx.x;` (or along `axis`)."""
+    declarator = node.child_by_field_name("declarator") if node.type == "declaration" else None
+    value = None if declarator is None else declarator.child_by_field_name("value")
+    name = None if declarator is None else declarator.child_by_field_name("declarator")
+    if value is None or name is None or not is_global_index(source.text(value), axis):
+        return None
+    return source.text(name)
+
+
+def split_at_loop(
+    statements: list[tree_sitter.Node],
+) -> tuple[list[tree_sitter.Node], tree_sitter.Node, list[tree_sitter.Node]] | None:
+    """(declarations, the loop, what follows) for `decl...; for (...) ...; tail...` with one
+    `for` loop, only declarations before it and something after it; None for anything else."""
+    loops = [n for n, s in enumerate(statements) if s.type == "for_statement"]
+    if len(loops) != 1:
+        return None
+    decls, loop, tail = statements[: loops[0]], statements[loops[0]], statements[loops[0] + 1 :]
+    if not tail or any(d.type != "declaration" for d in decls):
+        return None
+    return decls, loop, tail
+
+
+def index_guard(
+    source: Source, node: tree_sitter.Node, row: str
+) -> tuple[bool, list[tree_sitter.Node]] | None:
+    """(True, the guarded statements) for `if (i < n) {...}`, (False, []) for
+    `if (i >= n) return;`, None for anything else."""
+    condition = node.child_by_field_name("condition") if node.type == "if_statement" else None
+    consequence = node.child_by_field_name("consequence") if condition is not None else None
+    test = condition.child_by_field_name("value") if condition is not None else None
+    if consequence is None or test is None or node.child_by_field_name("alternative") is not None:
+        return None
+    left = test.child_by_field_name("left") if test.type == "binary_expression" else None
+    operator = test.child_by_field_name("operator") if left is not None else None
+    if left is None or operator is None or source.text(left) != row:
+        return None
+    if source.text(operator) in ("<", "<="):
+        return True, statements(consequence)
+    if source.text(operator) in (">=", ">") and consequence.type == "return_statement":
+        return False, []
+    return None
+
+
+def guarded_rest(
+    source: Source, body: list[tree_sitter.Node], row: str
+) -> tuple[str, list[tree_sitter.Node]] | None:
+    """For a body `[index, if (i >= n) return;, rest...]` or `[index, if (i < n) {rest}]`: the
+    bound `n` as written and the statements the guard lets run; None for any other shape."""
+    guarded = index_guard(source, body[1], row) if len(body) >= 2 else None
+    if guarded is None:
+        return None
+    condition = body[1].child_by_field_name("condition")
+    test = None if condition is None else condition.child_by_field_name("value")
+    operator = None if test is None else test.child_by_field_name("operator")
+    bound = None if test is None else test.child_by_field_name("right")
+    if operator is None or bound is None or source.text(operator) not in ("<", ">="):
+        return None
+    wraps, inner = guarded
+    if wraps:
+        return (source.text(bound), inner) if len(body) == 2 else None
+    return source.text(bound), body[2:]
+
+
+def unit_loop(source: Source, loop: tree_sitter.Node) -> str | None:
+    """The loop variable of `for (int j = a; j < b; ++j)` (also `<=`, `j++`, `j += 1`)."""
+    init = loop.child_by_field_name("initializer")
+    condition = loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    if init is None or condition is None or update is None or init.type != "declaration":
+        return None
+    declarator = init.child_by_field_name("declarator")
+    name = None if declarator is None else declarator.child_by_field_name("declarator")
+    if declarator is None or declarator.type != "init_declarator" or name is None:
+        return None
+    variable = source.text(name)
+    if squeeze(source.text(update)) not in (f"++{variable}", f"{variable}++", f"{variable}+=1"):
+        return None
+    left = condition.child_by_field_name("left")
+    operator = condition.child_by_field_name("operator")
+    if left is None or operator is None or source.text(left) != variable:
+        return None
+    return variable if source.text(operator) in ("<", "<=") else None
+
+
+def statement_text(
+    source: Source, node: tree_sitter.Node, line_of: tree_sitter.Node | None = None
+) -> str:
+    """The statement as written, its later lines without the indentation of the line it
+    starts on (the line `line_of` starts, when given)."""
+    base = indentation(source, line_of or node).decode()
+    lines = source.text(node).split("\n")
+    return "\n".join([lines[0], *(x[len(base) :] if x.startswith(base) else x for x in lines[1:])])
+
+
+def for_loops(kernel: Kernel) -> list[tree_sitter.Node]:
+    """The kernel's `for` loops, outermost first."""
+    return [n for n in walk(kernel.body) if n.type == "for_statement"]
+
+
+def thread_aliases(source: Source, kernel: Kernel, axis: str = "x") -> set[str]:
+    """`threadIdx.x` and the names a kernel gives it once and never changes (`unsigned tid =
+    threadIdx.x;`): declared once in the kernel, not a parameter, never assigned, updated,
+    taken by address or passed to a call by name (which could take it by reference)."""
+    builtin = f"threadIdx.{axis}"
+    declared: dict[str, int] = {}
+    aliases: set[str] = set()
+    changed: set[str] = set()
+    for node in walk(kernel.body):
+        parent = node.parent
+        if (
+            node.type == "identifier"
+            and parent is not None
+            and node == (parent.child_by_field_name("declarator"))
+        ):  # any declaration of the name, with a value or not, in any scope
+            declared[source.text(node)] = declared.get(source.text(node), 0) + 1
+        if node.type == "init_declarator":
+            name, value = node.child_by_field_name("declarator"), node.child_by_field_name("value")
+            if name is None or name.type != "identifier" or value is None:
+                continue
+            if CASTS.sub("", squeeze(source.text(value))) == builtin:
+                aliases.add(source.text(name))
+        elif node.type == "argument_list":  # a call could take it by reference and change it
+            changed |= {source.text(c) for c in node.named_children if c.type == "identifier"}
+        elif node.type in ("assignment_expression", "update_expression", "pointer_expression"):
+            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
+            taken = node.type != "pointer_expression" or source.text(node).startswith("&")
+            if target is not None and target.type == "identifier" and taken:
+                changed.add(source.text(target))
+    kept = {a for a in aliases if declared[a] == 1 and a not in changed and a not in kernel.params}
+    return {builtin} | kept
