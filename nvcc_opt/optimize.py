@@ -25,6 +25,7 @@ from nvcc_opt.agent.loop import Agent, Limits
 from nvcc_opt.agent.model import Model
 from nvcc_opt.agent.prompt import build, choose_tools
 from nvcc_opt.agent.trace import TraceWriter
+from nvcc_opt.change_kind import change_kind
 from nvcc_opt.config import ProjectConfig
 from nvcc_opt.store.api import Store
 from nvcc_opt.submit import Answer, last_context, verify_and_store
@@ -54,6 +55,7 @@ class RegionResult:
     baseline_ms: float | None = None  # the run script's time before, as the prompt gave it
     wall_s: float = 0.0  # baseline, agent and final verification together
     explanation: str = ""  # the final answer's, also when the original is kept; "" without one
+    change: str = ""  # change_kind of the final answer (code, fast math only, ...); "" without one
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "reasons": list(self.reasons)}
@@ -172,6 +174,8 @@ def optimize_region(
             str(region.file), region.name, outcome.reason, status, rewrite_id, speedup, reasons,
             str(trace_path), base_ms, time.monotonic() - started,
             answer.explanation if answer is not None else "",
+            change_kind(region.text, answer.final_code, answer.compile_args)
+            if answer is not None else "",
         )  # fmt: skip
 
     if answer is None:

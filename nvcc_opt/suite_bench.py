@@ -196,6 +196,7 @@ def kernel_runs(
                 stopped=str(d.get("stopped", "")),
                 reasons=reasons,
                 explanation=str(d.get("explanation") or ""),
+                change=str(d.get("change") or ""),
                 outcome=classify(status, reasons),
                 trace=relative_to(trace, base) if trace else "",
                 tried=tried,

@@ -24,6 +24,7 @@ import re
 import shlex
 import statistics
 import sys
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -94,6 +95,7 @@ class KernelRun:
     trace: str = ""  # relative to the report's work folder (as traces.tar.gz holds it)
     tried: tuple[Tried, ...] = ()
     trace_error: str = ""  # why the trace could not be read; "" when it was
+    change: str = ""  # change_kind of the final answer; "" without one or in older reports
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,7 @@ class KernelRow:
     tried: tuple[Tried, ...] = ()  # every run's candidates, run by run
     trace_errors: tuple[str, ...] = ()  # "trace unreadable: why" per run whose trace was not read
     unfinished: bool = False  # every run was stopped by the bench before it proposed anything
+    change: str = ""  # change_kind of the best proposed run's answer ("" if none or unknown)
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,8 @@ class Overall:
     failed_runs: int
     targets: dict[str, bool]
     unfinished: int = 0  # rows left out of the numbers above: their runs were all stopped
+    # the improved rows by what their best rewrite changes (change_kind); older reports: unknown
+    improved_by: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -303,7 +308,7 @@ def summarize_kernel(kernel: Kernel, runs: Sequence[KernelRun], n_runs: int) -> 
         baseline_ms=statistics.median(baselines) if baselines else None,
         best_speedup=speedup,
         improved=improved,
-        changed=what_changed(best.explanation) if best is not None else "",
+        changed=_changed(best) if best is not None else "",
         wall_s=statistics.median(walls) if walls else None,
         verdict=verdict,
         runs=n_runs,
@@ -311,6 +316,7 @@ def summarize_kernel(kernel: Kernel, runs: Sequence[KernelRun], n_runs: int) -> 
         wrong_finals=wrong,
         errors=len(failed),
         explanation=next((r.explanation for r in answered if r.explanation), ""),
+        change=best.change if best is not None else "",
         tried=tuple(t for r in runs for t in r.tried),
         trace_errors=tuple(
             f"{run_label(r.run, n_runs)}trace unreadable: {r.trace_error}"
@@ -406,6 +412,7 @@ def summarize(rows: Sequence[KernelRow], failed_runs: int = 0) -> Overall:
         failed_runs=failed_runs,
         targets=targets,
         unfinished=unfinished,
+        improved_by=dict(Counter(r.change or "unknown" for r in rows if r.improved)),
     )
 
 
@@ -533,6 +540,7 @@ def _overall(o: Overall) -> list[str]:
         f"speedup {o.geomean_speedup:.3f}x (original kept = 1.0); wrong finals: "
         f"{o.wrong_finals}; median wall time per kernel: {_num(o.median_wall_s, 1, ' s')}; "
         f"failed app runs: {o.failed_runs}."
+        + (f" Improved by what changed: {_by_change(o.improved_by)}." if o.improved_by else "")
         + (
             f" Not counted: {o.unfinished} kernel{'s' if o.unfinished > 1 else ''} whose runs "
             "the bench stopped before they ended."
@@ -603,3 +611,17 @@ def command_line(argv: Sequence[str] | None = None) -> str:
         return ""
     head = [Path(args[0]).name] if Path(args[0]).name == "nvcc-opt" else ["nvcc-opt", "bench"]
     return shlex.join([*head, *args[1:]])
+
+
+def _changed(run: KernelRun) -> str:
+    """The best run's explanation in one line, marked when its speedup comes from flags alone."""
+    text = what_changed(run.explanation)
+    return f"[{run.change}] {text}" if run.change in ("fast math only", "flags only") else text
+
+
+def _by_change(counts: dict[str, int]) -> str:
+    """ "3 code, 1 fast math only": code changes first; a speedup from flags alone is never
+    counted as a change of the code."""
+    order = ["code", "code + fast math", "flags only", "fast math only", "unknown"]
+    names = sorted(counts, key=lambda k: (order.index(k) if k in order else len(order), k))
+    return ", ".join(f"{counts[k]} {k}" for k in names)
