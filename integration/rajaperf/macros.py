@@ -308,7 +308,8 @@ class Expander:
             condition = " && ".join(macro.conditions) or "1"
             lines.append(f"#{'if' if n == 0 else 'elif'} {condition}")
             body = self.expand(macro.body, hidden | {name}, line)
-            lines.append(indent + body.replace("\n", "\n" + indent) + tail)
+            end = "" if body.rstrip().endswith(";") else tail
+            lines.append(indent + body.replace("\n", "\n" + indent) + end)
         lines += ["#else", indent + name + tail, "#endif"]
         out.append("\n".join(lines))
         return after

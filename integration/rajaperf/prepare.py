@@ -115,6 +115,8 @@ def _tag(root: Path, ledger: Ledger, kernel: Kernel) -> str:
     cuda = cuda_file(root, kernel)
     header = cuda.with_name(f"{kernel.name}.hpp")
     where = cuda.relative_to(root).as_posix()
+    if not cuda.is_file() or not header.is_file():
+        raise TagError(f"{where}: missing (or its header {header.name})")
     defines = read_defines(header.read_text(encoding="utf-8"), header.relative_to(root).as_posix())
     tagged = tag(cuda.read_text(encoding="utf-8"), defines, kernel.full_name, header.name, where)
     ledger.write(cuda, tagged.text, "tag", kernel.full_name)
