@@ -36,11 +36,12 @@ def checkout(tmp_path: Path) -> Path:
 
 
 def snapshot(root: Path) -> dict[str, tuple[str, int]]:
-    return {
-        p.relative_to(root).as_posix(): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mode)
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
+    found = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            found[path.relative_to(root).as_posix()] = (digest, path.stat().st_mode)
+    return found
 
 
 # --- the 36 kernels ---------------------------------------------------------------------------
@@ -173,8 +174,10 @@ def test_fixes_rewrite_the_class_of_code_and_leave_others() -> None:
 def test_prepare_then_unprepare_leaves_the_tree_byte_identical(checkout: Path) -> None:
     before = snapshot(checkout)
     done = prepare(checkout, checkout / "build-nvcc-opt", python=sys.executable)
-    assert set(done.tagged) == {"Apps_PRESSURE", "Apps_ENERGY", "Apps_VOL3D",
-                                "Algorithm_REDUCE_SUM", "Polybench_POLYBENCH_JACOBI_1D"}  # fmt: skip
+    assert set(done.tagged) == {
+        "Apps_PRESSURE", "Apps_ENERGY", "Apps_VOL3D", "Algorithm_REDUCE_SUM",
+        "Polybench_POLYBENCH_JACOBI_1D",
+    }  # fmt: skip
     assert done.no_base_cuda == ["Algorithm_SORT", "Algorithm_SORTPAIRS"]
     assert "Algorithm_SORT" not in done.not_tagged  # reported as having no Base_CUDA variant
     assert {f.split(":")[0] for f in done.fixes} == {"cxx17", "memadvise-location", "cub-sum"}
