@@ -11,6 +11,7 @@ cuts the template instantiations of every *-Cuda.cpp.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -82,8 +83,13 @@ def object_of(build: Path, source: Path) -> str | None:
     if not commands.is_file():
         return None
     for entry in json.loads(commands.read_text(encoding="utf-8")):
-        if Path(entry.get("file", "")).resolve() == source.resolve() and entry.get("output"):
+        if Path(entry.get("file", "")).resolve() != source.resolve():
+            continue
+        if entry.get("output"):  # CMake 3.20+ on some generators; else the command's -o
             return str(entry["output"])
+        argv = entry.get("arguments") or shlex.split(entry.get("command", ""))
+        if "-o" in argv[:-1]:
+            return str(argv[argv.index("-o") + 1])
     return None
 
 
