@@ -254,3 +254,41 @@ def test_missing_submodules_and_non_checkouts_are_named(checkout: Path, tmp_path
         detect(checkout)
     with pytest.raises(VersionError, match="not a RAJAPerf checkout"):
         detect(tmp_path)
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def test_cli_prepare_status_unprepare(checkout: Path) -> None:
+    from click.testing import CliRunner
+
+    from integration.rajaperf.cli import main
+
+    runner = CliRunner()
+    done = runner.invoke(main, ["prepare", str(checkout), "--no-configure",
+                                "--tuning", "PRESSURE=block_128"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert done.output.splitlines()[0] == "checkout: RAJAPerf 2024.07.0, RAJA 2024.07.0"
+    assert "no Base_CUDA variant (reported, not optimized): Algorithm_SORT" in done.output
+    toml = checkout / FOLDER / "kernels" / "Apps_PRESSURE" / "nvcc-opt.toml"
+    assert '"--tuning", "block_128"' in toml.read_text()
+    status = runner.invoke(main, ["status", str(checkout)])
+    assert "tag  Apps_PRESSURE: src/apps/PRESSURE-Cuda.cpp" in status.output
+    assert "5 of 36 kernels tagged" in status.output
+    undone = runner.invoke(main, ["unprepare", str(checkout)])
+    assert undone.exit_code == 0 and undone.output.strip().endswith("restored")
+    again = runner.invoke(main, ["unprepare", str(checkout)])
+    assert again.exit_code == 1 and "not prepared" in again.output
+
+
+def test_cli_refuses_another_version_in_one_line(checkout: Path) -> None:
+    from click.testing import CliRunner
+
+    from integration.rajaperf.cli import main
+
+    top = checkout / "CMakeLists.txt"
+    top.write_text(top.read_text().replace("VERSION_MAJOR 2024", "VERSION_MAJOR 2025"))
+    done = CliRunner().invoke(main, ["prepare", str(checkout), "--no-configure"])
+    assert done.exit_code == 1
+    [line] = done.output.strip().splitlines()
+    assert line.startswith("Error: RAJAPerf 2025.07.0") and "--force" in line

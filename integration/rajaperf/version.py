@@ -59,15 +59,18 @@ def _declared(cmakelists: Path, prefix: str) -> str:
 
 
 def _commit(root: Path) -> str:
+    """HEAD of the checkout's own repository ("" when it has none: a parent's is not its)."""
     try:
         done = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            ["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"],
             capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return ""
-    out = done.stdout.strip()
-    return out if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", out) else ""
+    lines = done.stdout.split()
+    if done.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != root.resolve():
+        return ""
+    return lines[1] if re.fullmatch(r"[0-9a-f]{40}", lines[1]) else ""
 
 
 def detect(root: Path) -> Version:
