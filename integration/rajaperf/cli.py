@@ -87,7 +87,8 @@ def prepare_cmd(
             building.build_all(build.resolve())
             click.echo(f"built {build}/bin/raja-perf.exe")
     except building.BuildError as exc:
-        raise click.ClickException(str(exc)) from None
+        why = f"{exc} (the checkout stays prepared; unprepare undoes it)"
+        raise click.ClickException(why) from None
 
 
 @main.command("status")

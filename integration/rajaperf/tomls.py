@@ -5,7 +5,8 @@ The files live in `<checkout>/.nvcc-opt-rajaperf/kernels/<Group_KERNEL>/nvcc-opt
 given to `nvcc-opt optimize --root` that folder; paths in them are relative to it where nvcc-opt
 reads them so (the build tree, the store), absolute where a program must be found (python,
 drive.py). Fresh inputs in the final verification: other problem sizes (`--sizefact`), which the
-driver fills with its own data; the sanitizer runs a small size with few repetitions.
+driver fills with its own data, and fewer repetitions (state kept across repetitions would
+show); the sanitizer runs a small size with few repetitions.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from integration.rajaperf.kernels import Kernel
 
 DRIVER = "bin/raja-perf.exe"
 DRIVE = Path(__file__).resolve().with_name("drive.py")
-FRESH_INPUTS = (("--sizefact", "0.73"), ("--sizefact", "1.37"))
+FRESH_INPUTS = (("--sizefact", "0.73"), ("--sizefact", "1.37", "--repfact", "0.5"))
 SANITIZER_ARGS = ("--sizefact", "0.02", "--repfact", "0.02")
 RUN_TIMEOUT_S = 300.0
 DRIVER_TIMEOUT_S = 240.0  # drive.py's own, inside the run's: its message says what hung
