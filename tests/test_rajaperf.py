@@ -109,7 +109,7 @@ def test_define_under_if_is_written_with_its_conditions_as_a_statement() -> None
     )
     out = expand(header, "{\n    BODY;\n}\n")
     assert out == (
-        "{\n#if (defined(FAST))\n    y = fast(x);\n#elif !(defined(FAST))\n    y = slow(x);\n"
+        "{\n#if !(defined(FAST))\n    y = slow(x);\n#elif (defined(FAST))\n    y = fast(x);\n"
         "#else\n    BODY;\n#endif\n}\n"
     )
 
@@ -123,6 +123,8 @@ def test_define_under_if_inside_an_expression_is_refused_with_its_line() -> None
 def test_stringify_and_paste_are_refused_not_mangled() -> None:
     with pytest.raises(MacroError, match="NAME uses # or ##"):
         expand("#define NAME(a) #a\n", "NAME(x)")
+    with pytest.raises(MacroError, match="GLUE uses # or ##"):
+        expand("#define GLUE a ## b\n", "GLUE")
 
 
 # --- tagging ----------------------------------------------------------------------------------
@@ -211,7 +213,7 @@ def test_tricky_header_expands_in_the_region_and_the_host_code_keeps_the_macro(
     [region] = scan(text.encode()).regions
     inside = "\n".join(text.splitlines()[region.start_line - 1 : region.end_line])
     assert "e_new[i] = e_old[i] - (0.5 * ((delvc[i]) * (delvc[i]))" in inside
-    assert "#if (defined(ENERGY_FAST_MATH))" in inside and "continues" not in inside
+    assert "#elif (defined(ENERGY_FAST_MATH))" in inside and "continues" not in inside
     host = "\n".join(text.splitlines()[region.end_line :])
     assert "ENERGY_BODY2;" in host
 

@@ -238,6 +238,7 @@ class Expander:
                 i = self._conditional(known, tokens, i, out, hidden, here)
                 continue
             macro = known[0]
+            self._no_paste(macro, here)
             if macro.params is None:
                 out.append(self._indent(self.expand(macro.body, hidden | {value}, here), out))
                 i = _one_semicolon(out[-1], tokens, i)
@@ -252,12 +253,14 @@ class Expander:
             i = _one_semicolon(out[-1], tokens, i)
         return "".join(out)
 
-    def _substitute(self, macro: Macro, args: list[str], hidden: frozenset[str], line: int) -> str:
-        params = macro.params or ()
+    def _no_paste(self, macro: Macro, line: int) -> None:
         if any(v in ("#", "##") for _, v in _tokens(macro.body)):
             raise MacroError(
                 f"{self.where}:{line}: {macro.name} uses # or ##, which is not expanded here"
             )
+
+    def _substitute(self, macro: Macro, args: list[str], hidden: frozenset[str], line: int) -> str:
+        params = macro.params or ()
         if len(args) == 1 and not args[0].strip() and not params and not macro.variadic:
             args = []
         if len(args) < len(params) or (len(args) > len(params) and not macro.variadic):
@@ -281,7 +284,8 @@ class Expander:
         line: int,
     ) -> int:
         """A macro defined under #if, used as a statement on its own line: each definition's
-        expansion under its conditions, the name itself where none holds."""
+        expansion under its conditions (the last definition first), the name itself where none
+        holds."""
         name = known[0].name
         before = "".join(out).rpartition("\n")
         rest_end = i
@@ -304,9 +308,10 @@ class Expander:
         text = "".join(out)
         out[:] = [text[: len(text) - len(indent)]]
         lines = []
-        for n, macro in enumerate(known):
+        for n, macro in enumerate(reversed(known)):  # a later definition wins where it holds
             condition = " && ".join(macro.conditions) or "1"
             lines.append(f"#{'if' if n == 0 else 'elif'} {condition}")
+            self._no_paste(macro, line)
             body = self.expand(macro.body, hidden | {name}, line)
             end = "" if body.rstrip().endswith(";") else tail
             lines.append(indent + body.replace("\n", "\n" + indent) + end)
