@@ -89,6 +89,7 @@ def test_protocol_counts_failures_as_zero_and_resumes(
 ) -> None:
     log = tmp_path / "calls.log"
     monkeypatch.setenv("FAKE_OPTIMIZE_LOG", str(log))
+    monkeypatch.delenv("NVCC_OPT_STORE", raising=False)  # the checkout's nvcc-opt.toml names it
     fake = executable(FIXTURES / "fake_optimize.py", tmp_path / "nvcc-opt")
     out = tmp_path / "results"
     options = Options(prepared, "search", out, runs=2, timeout_s=3, nvcc_opt=(str(fake),))
@@ -110,6 +111,7 @@ def test_protocol_counts_failures_as_zero_and_resumes(
     calls = log.read_text().splitlines()
     assert len(calls) == 10  # 5 tagged kernels, 2 runs each
     assert "--root" in calls[0] and "--model search" in calls[0]
+    assert calls[0].startswith("optimize ")  # after --store, the checkout's store (asserted there)
     json_path, md_path = write_report(report, out)
     assert json.loads(json_path.read_text())["options"]["paper_speedups"] == paper
     assert "Apps_PRESSURE" in md_path.read_text()

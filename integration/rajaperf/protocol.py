@@ -26,6 +26,7 @@ from pathlib import Path
 from integration.rajaperf.kernels import KERNELS, Kernel
 from integration.rajaperf.ledger import Ledger
 from integration.rajaperf.prepare import cuda_file, kernel_folder, tagged_kernels
+from nvcc_opt.paths import store_path
 from nvcc_opt.suite_bench import kernel_runs, machine, parse_optimize_output
 from nvcc_opt.suite_report import (
     PROPOSED,
@@ -125,8 +126,12 @@ def optimize_once(options: Options, kernel: Kernel, run: int, command: Sequence[
     """One `nvcc-opt optimize` of the kernel's region; a crash or a timeout is a failed run."""
     source = cuda_file(options.checkout, kernel)
     file = source.relative_to(options.checkout).as_posix()
+    # The store the build's launcher uses for this checkout's files: accepted rewrites must land
+    # where the next build looks (not wherever this command happens to be run from).
+    store = store_path(near=source.parent)
     argv = [
-        *command, "optimize", f"{source}:{kernel.full_name}", "--model", options.model,
+        *command, "--store", str(store), "optimize", f"{source}:{kernel.full_name}",
+        "--model", options.model,
         "--root", str(kernel_folder(options.checkout, kernel)), "--seed", str(run), "--json",
         *options.optimize_args, *((NO_TOOLS_FLAG,) if options.no_tools else ()),
     ]  # fmt: skip
