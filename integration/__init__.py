@@ -1,0 +1,1 @@
+"""Harnesses that run nvcc-opt on a user's own checkout of a real application."""

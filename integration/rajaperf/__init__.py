@@ -1,0 +1,1 @@
+"""nvcc-opt on LLNL/RAJAPerf: prepare a checkout, run the paper's protocol (see README.md)."""

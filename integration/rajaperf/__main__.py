@@ -1,0 +1,5 @@
+"""`python -m integration.rajaperf`."""
+
+from integration.rajaperf.cli import main
+
+main()

@@ -1,0 +1,129 @@
+"""Configure and build a prepared checkout: CMake, Ninja, CUDA for sm_90, nvcc-opt as the CUDA
+compiler launcher; each tagged kernel's object compiled first, so a kernel whose tagged file does
+not compile is reported (and its tag undone) while the others go on.
+
+What the 36 kernels need: RAJAPerf's driver links every group (its kernel table names them all),
+so the build cannot leave groups out; it leaves out what it can: OpenMP, Kokkos, tests and RAJA's
+examples and exercises, and every GPU block size but the default 256 (the tuning timed), which
+cuts the template instantiations of every *-Cuda.cpp.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from integration.rajaperf.fixes import cub_dir
+from integration.rajaperf.kernels import Kernel
+from integration.rajaperf.ledger import Ledger
+from integration.rajaperf.prepare import cuda_file, record_not_tagged, untag
+
+ARCH = "90"
+BLOCK_SIZE = "256"
+ERROR_LINES = 3
+
+
+class BuildError(RuntimeError):
+    """Configure or the whole build failed; the message holds its first error lines."""
+
+
+def nvcc_include(nvcc: str) -> Path | None:
+    found = shutil.which(nvcc)
+    if found is None:
+        return None
+    top = Path(found).resolve().parent.parent
+    for candidate in (top / "include", *sorted(top.glob("targets/*/include"))):
+        if (candidate / "cuda_runtime_api.h").is_file():
+            return candidate
+    return None
+
+
+def configure_command(root: Path, build: Path, launcher: str, nvcc: str = "nvcc") -> list[str]:
+    """The cmake call (CUB_DIR only where CUDA 13 moved CUB, the one fix that is an option)."""
+    argv = [
+        "cmake", "-S", str(root), "-B", str(build), "-G", "Ninja",
+        "-DCMAKE_BUILD_TYPE=Release",
+        "-DENABLE_CUDA=On", f"-DCMAKE_CUDA_ARCHITECTURES={ARCH}",
+        f"-DCMAKE_CUDA_COMPILER={shutil.which(nvcc) or nvcc}",
+        f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}",
+        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+        "-DENABLE_OPENMP=Off", "-DENABLE_KOKKOS=Off", "-DENABLE_TESTS=Off",
+        "-DRAJA_ENABLE_TESTS=Off", "-DRAJA_ENABLE_EXAMPLES=Off", "-DRAJA_ENABLE_EXERCISES=Off",
+        f"-DRAJA_PERFSUITE_GPU_BLOCKSIZES={BLOCK_SIZE}",
+    ]  # fmt: skip
+    include = nvcc_include(nvcc)
+    moved = cub_dir(include) if include is not None else None
+    if moved is not None:
+        argv.append(f"-DCUB_DIR={moved}")
+    return argv
+
+
+def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def first_errors(output: str) -> str:
+    lines = [s.strip() for s in output.splitlines() if "error" in s.lower()]
+    return " | ".join(lines[:ERROR_LINES]) or (output.strip().splitlines() or ["no output"])[-1]
+
+
+def configure(root: Path, build: Path, launcher: str, nvcc: str = "nvcc") -> None:
+    done = _run(configure_command(root, build, launcher, nvcc), 1800)
+    if done.returncode != 0:
+        raise BuildError(f"configure failed: {first_errors(done.stdout + done.stderr)}")
+
+
+def object_of(build: Path, source: Path) -> str | None:
+    """The object the build tree compiles `source` into (compile_commands.json's output)."""
+    commands = build / "compile_commands.json"
+    if not commands.is_file():
+        return None
+    for entry in json.loads(commands.read_text(encoding="utf-8")):
+        if Path(entry.get("file", "")).resolve() != source.resolve():
+            continue
+        if entry.get("output"):  # CMake 3.20+ on some generators; else the command's -o
+            return str(entry["output"])
+        argv = entry.get("arguments") or shlex.split(entry.get("command", ""))
+        if "-o" in argv[:-1]:
+            return str(argv[argv.index("-o") + 1])
+    return None
+
+
+def check_kernels(
+    root: Path,
+    build: Path,
+    kernels: list[Kernel],
+    say: Callable[[str], None] = print,
+    timeout: float = 1800,
+) -> dict[str, str]:
+    """Compile each tagged kernel's object; a kernel whose object fails has its tag and settings
+    undone. Returns kernel -> why, for those."""
+    failed: dict[str, str] = {}
+    for kernel in kernels:
+        source = cuda_file(root, kernel)
+        target = object_of(build, source)
+        if target is None:
+            failed[kernel.full_name] = f"the build tree does not compile {source.name}"
+        else:
+            done = _run(["ninja", "-C", str(build), target], timeout)
+            if done.returncode == 0:
+                continue
+            failed[kernel.full_name] = (
+                f"does not build after macro expansion: {first_errors(done.stdout + done.stderr)}"
+            )
+        kept = untag(root, kernel.full_name)
+        record_not_tagged(Ledger(root), {kernel.full_name: failed[kernel.full_name]})
+        say(f"not tagged {kernel.full_name}: {failed[kernel.full_name]} (its tag was undone)")
+        for line in kept:
+            say(f"  {line}")
+    return failed
+
+
+def build_all(build: Path, timeout: float = 7200) -> None:
+    done = _run(["cmake", "--build", str(build), "--target", "raja-perf.exe"], timeout)
+    if done.returncode != 0:
+        raise BuildError(f"build failed: {first_errors(done.stdout + done.stderr)}")
