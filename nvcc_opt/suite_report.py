@@ -211,6 +211,21 @@ def classify(status: str, reasons: Sequence[str]) -> str:
     return "no improvement"
 
 
+# What the paper counts as speedup 0 (a failure): no valid answer, one that does not build, is
+# refused by a guard or is wrong, and a run that failed. A correct answer that was not faster
+# (the original kept) is 1.0; a proposed rewrite its verified speedup.
+PAPER_FAILURES = frozenset({"wrong final", "build failed", "guard", "no answer", "error"})
+
+
+def paper_speedup(run: KernelRun) -> float:
+    """The paper's number for one run (Fig. 1: failures at 0)."""
+    if run.status == PROPOSED:
+        return run.speedup
+    if run.status != KEPT or run.outcome in PAPER_FAILURES:
+        return 0.0
+    return 1.0
+
+
 def geomean(values: Sequence[float]) -> float:
     """Geometric mean; 1.0 for none (nothing improved, nothing lost)."""
     if not values:

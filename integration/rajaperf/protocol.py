@@ -29,7 +29,6 @@ from integration.rajaperf.prepare import cuda_file, kernel_folder, tagged_kernel
 from nvcc_opt.paths import store_path
 from nvcc_opt.suite_bench import kernel_runs, machine, parse_optimize_output
 from nvcc_opt.suite_report import (
-    PROPOSED,
     AppRun,
     KernelRun,
     Report,
@@ -39,6 +38,7 @@ from nvcc_opt.suite_report import (
     summarize,
 )
 from nvcc_opt.suite_report import Kernel as SuiteKernel
+from nvcc_opt.suite_report import paper_speedup as report_paper_speedup
 
 APP = "RAJAPerf"
 NO_TOOLS_FLAG = "--no-tools"
@@ -83,12 +83,9 @@ def has_no_tools_mode(command: Sequence[str]) -> bool:
 
 
 def paper_speedup(run: KernelRun) -> float:
-    """The paper's number for one run: failures (no build, incorrect, error) are 0."""
-    if run.status == PROPOSED:
-        return run.speedup
-    if run.status == "error" or run.outcome == "wrong final":
-        return 0.0
-    return 1.0
+    """The paper's number for one run: failures (no answer, no build, guard, incorrect, error)
+    are 0 (`suite_report.paper_speedup`, the rule `nvcc-opt report` draws with)."""
+    return report_paper_speedup(run)
 
 
 def run_path(out: Path, kernel: Kernel, run: int) -> Path:
