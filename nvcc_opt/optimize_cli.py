@@ -61,6 +61,12 @@ DEFAULT_TURNS = 30
 )
 @click.option("--parity", is_flag=True, help="Offer 4-6 random tools (always benchmark_code).")
 @click.option(
+    "--no-tools",
+    is_flag=True,
+    help="The paper's no-tools baseline: the region in the prompt, no tool offered, one answer"
+    " (verified like any other).",
+)
+@click.option(
     "--turns",
     type=click.IntRange(min=1),
     default=None,
@@ -83,6 +89,7 @@ def optimize(
     spec: str,
     tools: str | None,
     parity: bool,
+    no_tools: bool,
     turns: int | None,
     wall_s: float,
     seed: int,
@@ -94,6 +101,12 @@ def optimize(
     accepted rewrite). Each final answer is verified independently; only a verified speedup is
     stored, as *proposed*, for `nvcc-opt review`."""
     chosen_tools = [t.strip() for t in tools.split(",")] if tools else None
+    if no_tools:
+        if tools is not None or parity:
+            raise click.UsageError(
+                "--no-tools offers no tool: it takes neither --tools nor --parity"
+            )
+        chosen_tools, turns = [], turns or 1
     results: list[RegionResult] = []
     cannot: list[str] = []  # why each region that could not be optimized could not
     with open_store(ctx) as store:

@@ -82,3 +82,24 @@ def test_a_wrong_answer_keeps_the_original(project: Path, exe: str) -> None:
     assert any("numbers_differ" in r for r in summary[0]["reasons"])
     with Store.open(project.parent / "state" / "store.db") as store:
         assert store.rewrites() == []
+
+
+def test_the_no_tools_baseline_offers_no_tool_and_takes_one_answer(project: Path, exe: str) -> None:
+    """The paper's no-tools baseline: the region in the prompt, no tool schema sent, one model
+    turn; the answer is verified like any other (a faster correct one is proposed)."""
+    out, requests = _optimize(exe, project, [Step(completion(_answer(HALF)))], "--no-tools")
+    assert "proposed rewrite #1" in out, out
+    (request,) = requests  # one turn
+    body = request.body  # type: ignore[attr-defined]
+    assert not body.get("tools")
+    assert "none in this session." in body["messages"][-1]["content"]
+    summary = json.loads(out[out.index("\n[\n") + 1 :])
+    assert summary[0]["change"] == "code"
+    with scripted_server([], lifetime_s=30) as server:
+        both = subprocess.run(
+            [exe, "optimize", "--model", f"openai:x@{server.base_url}", "--no-tools", "--parity"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+        )
+    assert both.returncode == 2 and "--no-tools offers no tool" in both.stderr
