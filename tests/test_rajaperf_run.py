@@ -133,7 +133,39 @@ def test_no_tools_mode_missing_from_optimize_is_said(
     assert not (tmp_path / "calls.log").exists()
 
 
-def test_real_optimize_has_no_no_tools_mode(exe: str) -> None:
+def test_real_optimize_has_the_no_tools_mode(exe: str) -> None:
+    """The protocol's --no-tools passes optimize's own --no-tools (the stand-in above has none:
+    an older nvcc-opt is refused in one line rather than run with tools)."""
     from integration.rajaperf.protocol import has_no_tools_mode
 
-    assert not has_no_tools_mode((exe,))
+    assert has_no_tools_mode((exe,))
+
+
+def test_protocol_runs_one_kernel_run_per_gpu_at_once(
+    prepared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--gpus: the runs spread over the GPUs, never two at once on one GPU, and they overlap
+    across GPUs (a serial protocol would fail the last assertion)."""
+    spans = tmp_path / "spans.log"
+    monkeypatch.setenv("FAKE_OPTIMIZE_LOG", str(tmp_path / "calls.log"))
+    monkeypatch.setenv("FAKE_OPTIMIZE_SPANS", str(spans))
+    monkeypatch.setenv("FAKE_OPTIMIZE_SLEEP", "0.6")
+    monkeypatch.delenv("NVCC_OPT_STORE", raising=False)
+    fake = executable(FIXTURES / "fake_optimize.py", tmp_path / "nvcc-opt")
+    options = Options(
+        prepared, "search", tmp_path / "r", runs=2, only=("PRESSURE", "ENERGY"),
+        nvcc_opt=(str(fake),), gpus=("0", "1"),
+    )  # fmt: skip
+    report = run_protocol(options, lambda _: None)
+    assert report.options["gpus"] == ["0", "1"]
+    assert report.options["paper_speedups"]["Apps_PRESSURE"] == [1.3, 1.3]
+    rows = [line.split() for line in spans.read_text().splitlines()]
+    assert len(rows) == 4 and {gpu for gpu, _, _ in rows} == {"0", "1"}
+    by_gpu: dict[str, list[tuple[float, float]]] = {}
+    for gpu, start, end in rows:
+        by_gpu.setdefault(gpu, []).append((float(start), float(end)))
+    for one in by_gpu.values():
+        one.sort()
+        assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(one, one[1:], strict=False))
+    first, second = by_gpu["0"][0], by_gpu["1"][0]
+    assert first[0] < second[1] and second[0] < first[1]  # ran at the same time

@@ -13,6 +13,7 @@ from integration.rajaperf.ledger import Ledger
 from integration.rajaperf.prepare import prepare, tagged_kernels, unprepare
 from integration.rajaperf.protocol import Options, ProtocolError, run_protocol
 from integration.rajaperf.version import VersionError
+from nvcc_opt.suite_bench import SuiteError, gpu_ids
 from nvcc_opt.suite_report import write_report
 
 Checkout = click.Path(exists=True, file_okay=False, path_type=Path)
@@ -147,13 +148,23 @@ def unprepare_cmd(checkout: Path) -> None:
     help="Added to every optimize call (e.g. --time=1800).",
 )
 @click.option("--no-tools", is_flag=True, help="The paper's baseline: one answer, no tools.")
+@click.option(
+    "--gpus",
+    default=None,
+    help="Comma-separated GPUs (CUDA_VISIBLE_DEVICES values) or `all`: one kernel run per GPU"
+    " at once, each optimize given its GPU [default: one run at a time].",
+)
 def protocol_cmd(
     checkout: Path, spec: str, runs: int, out: Path, only: tuple[str, ...], timeout_s: float,
-    optimize_args: tuple[str, ...], no_tools: bool,
+    optimize_args: tuple[str, ...], no_tools: bool, gpus: str | None,
 ) -> None:  # fmt: skip
     """Optimize every tagged kernel RUNS times; resumable; writes a bench report."""
+    try:
+        chosen = gpu_ids(gpus)
+    except SuiteError as exc:
+        raise click.ClickException(str(exc)) from None
     options = Options(checkout.resolve(), spec, out.resolve(), runs, only, timeout_s,
-                      optimize_args, no_tools)  # fmt: skip
+                      optimize_args, no_tools, gpus=chosen)  # fmt: skip
     try:
         report = run_protocol(options, click.echo)
     except ProtocolError as exc:

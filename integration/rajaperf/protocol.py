@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -43,10 +46,9 @@ from nvcc_opt.suite_report import paper_speedup as report_paper_speedup
 APP = "RAJAPerf"
 NO_TOOLS_FLAG = "--no-tools"
 NO_TOOLS_MISSING = (
-    "nvcc-opt optimize has no no-tools mode (its --help names no --no-tools; --tools takes a"
-    " non-empty subset and every run is the tool loop). Missing: an optimize option that puts"
-    " the region's code in the prompt, offers no tools, takes the model's one answer and"
-    " verifies it like any final answer (same build, checks and timing)."
+    "this nvcc-opt optimize has no no-tools mode (its --help names no --no-tools): install an"
+    " nvcc-opt whose optimize has --no-tools (the region in the prompt, no tool, one answer,"
+    " verified like any other)"
 )
 
 
@@ -65,6 +67,7 @@ class Options:
     optimize_args: tuple[str, ...] = ()
     no_tools: bool = False
     nvcc_opt: tuple[str, ...] = ()  # the command; default: the nvcc-opt beside this Python
+    gpus: tuple[str, ...] = ()  # one optimize per GPU at once (CUDA_VISIBLE_DEVICES values)
 
 
 def nvcc_opt_command() -> tuple[str, ...]:
@@ -119,8 +122,11 @@ def failed(kernel: Kernel, file: str, run: int, why: str, wall_s: float | None =
     )  # fmt: skip
 
 
-def optimize_once(options: Options, kernel: Kernel, run: int, command: Sequence[str]) -> KernelRun:
-    """One `nvcc-opt optimize` of the kernel's region; a crash or a timeout is a failed run."""
+def optimize_once(
+    options: Options, kernel: Kernel, run: int, command: Sequence[str], gpu: str | None = None
+) -> KernelRun:
+    """One `nvcc-opt optimize` of the kernel's region (on `gpu`: optimize's --gpus, so its runs
+    and its private build trees are that GPU's); a crash or a timeout is a failed run."""
     source = cuda_file(options.checkout, kernel)
     file = source.relative_to(options.checkout).as_posix()
     # The store the build's launcher uses for this checkout's files: accepted rewrites must land
@@ -131,6 +137,7 @@ def optimize_once(options: Options, kernel: Kernel, run: int, command: Sequence[
         "--model", options.model,
         "--root", str(kernel_folder(options.checkout, kernel)), "--seed", str(run), "--json",
         *options.optimize_args, *((NO_TOOLS_FLAG,) if options.no_tools else ()),
+        *(("--gpus", gpu) if gpu is not None else ()),
     ]  # fmt: skip
     started = time.monotonic()
     with subprocess.Popen(
@@ -152,6 +159,35 @@ def optimize_once(options: Options, kernel: Kernel, run: int, command: Sequence[
             return mine[0]
     why = cannot.get(kernel.full_name) or short_reason(stderr + "\n" + stdout)
     return failed(kernel, file, run, f"optimize exited {process.returncode}: {why}", wall)
+
+
+def optimize_all(
+    options: Options,
+    todo: Sequence[tuple[Kernel, int, Path]],
+    command: Sequence[str],
+    say: Callable[[str], None],
+) -> dict[tuple[str, int], KernelRun]:
+    """The runs of `todo`, each saved as it ends (so an interrupted protocol resumes): one at a
+    time, or with `options.gpus` one per GPU at once, each optimize given its GPU."""
+    lock = threading.Lock()
+    free: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+    for gpu in options.gpus or (None,):
+        free.put(gpu)
+
+    def one(kernel: Kernel, n: int, path: Path) -> KernelRun:
+        gpu = free.get()
+        try:
+            with lock:
+                say(f"{kernel.full_name} run {n}: optimizing" + (f" on GPU {gpu}" if gpu else ""))
+            result = optimize_once(options, kernel, n, command, gpu)
+            save_run(path, result)
+            return result
+        finally:
+            free.put(gpu)
+
+    with ThreadPoolExecutor(max_workers=max(1, len(options.gpus))) as pool:
+        futures = {(k.full_name, n): pool.submit(one, k, n, path) for k, n, path in todo}
+        return {key: future.result() for key, future in futures.items()}
 
 
 def chosen_kernels(options: Options) -> list[Kernel]:
@@ -178,6 +214,13 @@ def run_protocol(options: Options, say: Callable[[str], None] = print) -> Report
     started = time.time()
     by_run: dict[int, list[KernelRun]] = {n: [] for n in range(1, options.runs + 1)}
     suite_kernels, no_base = [], []
+    todo: list[tuple[Kernel, int, Path]] = []
+    for kernel in chosen_kernels(options):
+        if kernel.has_base_cuda and kernel.full_name in tagged:
+            todo += [(kernel, n, run_path(options.out, kernel, n))
+                     for n in range(1, options.runs + 1)
+                     if load_run(run_path(options.out, kernel, n)) is None]  # fmt: skip
+    done = optimize_all(options, todo, command, say)
     for kernel in chosen_kernels(options):
         if not kernel.has_base_cuda:
             no_base.append(kernel.full_name)
@@ -186,16 +229,13 @@ def run_protocol(options: Options, say: Callable[[str], None] = print) -> Report
         suite_kernels.append(SuiteKernel(APP, file, kernel.full_name))
         for n in range(1, options.runs + 1):
             path = run_path(options.out, kernel, n)
-            result = load_run(path)
-            if result is not None:
+            new = done.get((kernel.full_name, n))
+            result = new or load_run(path)
+            if new is None and result is not None:
                 say(f"{kernel.full_name} run {n}: kept from an earlier call")
-            elif kernel.full_name not in tagged:
+            elif result is None:  # not tagged: nothing was built to optimize
                 why = not_tagged.get(kernel.full_name, "not tagged by prepare")
                 result = failed(kernel, file, n, f"no_build: {why}")
-                save_run(path, result)
-            else:
-                say(f"{kernel.full_name} run {n}: optimizing")
-                result = optimize_once(options, kernel, n, command)
                 save_run(path, result)
             say(f"{kernel.full_name} run {n}: {result.status}, paper speedup"
                 f" {paper_speedup(result):.3f}")  # fmt: skip
@@ -225,6 +265,7 @@ def run_protocol(options: Options, say: Callable[[str], None] = print) -> Report
             "no_tools": options.no_tools,
             "optimize_args": list(options.optimize_args),
             "timeout_s": options.timeout_s,
+            "gpus": list(options.gpus),
             "paper_speedups": paper,
             "paper_mean_speedup": sum(flat) / len(flat) if flat else None,
             "no_base_cuda": no_base,
