@@ -282,3 +282,25 @@ def test_resume_from_a_checkpoint_of_another_model_is_refused_in_one_line(
     assert "\n" not in message and "refusing to resume" in message and "checkpoint-2" in message
     with pytest.raises(GRPOError, match="pass --resume"):
         train_grpo(problems, other, out, GRPOSettings(generations=K, batch=K))
+
+
+def test_tool_runs_spread_over_the_tool_gpus_one_rollout_at_a_time(tmp_path: Path) -> None:
+    """--tool-gpus: each rollout's configuration names the next GPU (its runs take that GPU's
+    lease); without it, the problem's own [gpu] devices."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from nvcc_opt.config import load
+    from nvcc_opt_train.grpo_env import Rollouts
+
+    (tmp_path / "build").mkdir()
+    (tmp_path / "nvcc-opt.toml").write_text(
+        '[build]\ndir = "build"\n[run]\ncommand = "true"\n[gpu]\ndevices = ["0"]\n',
+        encoding="utf-8",
+    )
+    config = load(tmp_path)
+    with ThreadPoolExecutor(1) as pool:
+        shared = Rollouts({}, pool, "nvcc-opt", gpus=("1", "2", "3"))
+        chosen = [shared.config_for(config).gpu.devices for _ in range(4)]
+        assert chosen == [("1",), ("2",), ("3",), ("1",)]
+        assert Rollouts({}, pool, "nvcc-opt").config_for(config).gpu.devices == ("0",)
+    assert config.gpu.devices == ("0",)  # the problem's own is left as it was

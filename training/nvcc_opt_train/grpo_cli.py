@@ -70,6 +70,12 @@ def _opt(name: str, kind: Any, text: str) -> Callable[[F], F]:
 @_opt("--seed", int, "Seed of sampling, tool subsets and trl.")
 @_opt("--pool", str, "Where tool calls run: serial | local | local:N.")
 @_opt(
+    "--tool-gpus",
+    str,
+    "GPUs the rollouts' tool runs spread over, e.g. 1,2,3 (generation and training on others);"
+    " default: each problem's [gpu] devices.",
+)
+@_opt(
     "--vllm", click.Choice(VLLM_MODES), "Generate with vLLM (trl's modes); default: transformers."
 )
 @_opt("--vllm-server-url", str, "The vLLM server for --vllm server (trl vllm-serve).")

@@ -123,9 +123,20 @@ class Rollouts:
     executor: Executor
     launcher: str
     runner: Runner = field(default_factory=ProcessRunner)
+    gpus: tuple[str, ...] = ()  # the tool runs' GPUs, one per rollout in turn; (): the problem's
     _pending: dict[str, Future[str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: itertools.count[int] = field(default_factory=itertools.count)
+    _turns: itertools.count[int] = field(default_factory=itertools.count)
+
+    def config_for(self, config: ProjectConfig) -> ProjectConfig:
+        """The problem's configuration with the next of `gpus` as its only device (its runs take
+        that GPU's lease), or as it is without `gpus`."""
+        if not self.gpus:
+            return config
+        with self._lock:
+            gpu = self.gpus[next(self._turns) % len(self.gpus)]
+        return config.model_copy(update={"gpu": config.gpu.model_copy(update={"devices": (gpu,)})})
 
     def submit(self, call: Callable[[], str]) -> str:
         """Start `call` on the pool; the placeholder that stands for its result until resolved."""
@@ -171,6 +182,7 @@ class RolloutEnv:
     def __init__(self) -> None:
         self._catalog: Catalog | None = None
         self._problem: Prepared | None = None
+        self._config: ProjectConfig | None = None  # the problem's, on this rollout's GPU
         self.state = RolloutState()
 
     def reset(self, **row: Any) -> None:
@@ -180,10 +192,11 @@ class RolloutEnv:
         self.state = RolloutState(problem=self._problem.id, offered=self.offered)
         problem = self._problem
         if problem.error is None and problem.config is not None and problem.region is not None:
+            self._config = self.shared.config_for(problem.config)
             self._catalog = open_catalog(
                 problem.root,
                 problem.region,
-                config=problem.config,
+                config=self._config,
                 runner=self.shared.runner,
                 launcher=self.shared.launcher,
                 label=f"grpo-{id(self)}",
@@ -212,7 +225,7 @@ class RolloutEnv:
         if answer.final_code.strip() == problem.region.text.strip() and not answer.compile_args:
             return Judged(True, 1.0, 1.0)  # as optimize: the original, nothing to verify
         verdict, notes = final.verify_code(
-            problem.config,
+            self._config or problem.config,
             problem.region,
             answer.final_code,
             list(answer.compile_args),

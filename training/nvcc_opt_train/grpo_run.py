@@ -55,6 +55,9 @@ class GRPOSettings:
     save_steps: int = 10  # a checkpoint every N steps (and at the end)
     seed: int = 0
     pool: str = "local"  # where tool calls run: serial | local | local:N (nvcc_opt.pool)
+    # GPUs the rollouts' tool runs spread over (comma-separated CUDA_VISIBLE_DEVICES values, one
+    # per rollout in turn, each run under that GPU's lease); "": each problem's [gpu] devices
+    tool_gpus: str = ""
     vllm: str | None = None  # None: transformers in-process; colocate | server: trl's vLLM modes
     vllm_server_url: str | None = None  # for vllm=server (trl's vllm_server_base_url)
     bf16: bool = False
@@ -169,7 +172,8 @@ def train_grpo(
     executor = open_executor(settings.pool)
     try:
         prepared = _prepare_all(problemset, work, executor, echo)
-        shared = Rollouts({p.id: p for p in prepared}, executor, launcher_path())
+        gpus = tuple(g.strip() for g in settings.tool_gpus.split(",") if g.strip())
+        shared = Rollouts({p.id: p for p in prepared}, executor, launcher_path(), gpus=gpus)
         baselines = {k: v.get("ms") for k, v in problemset.baselines().items() if v.get("ok")}
         data = rows(prepared, settings.samples, settings.seed, _gpu(settings), baselines)
         factories = {row["environment"]: None for row in data}
