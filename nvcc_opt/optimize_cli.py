@@ -20,10 +20,10 @@ from nvcc_opt.config import ConfigError, ProjectConfig, find_root, load
 from nvcc_opt.optimize import CannotRun, RegionResult, no_gpu_here, optimize_region
 from nvcc_opt.records import RewriteState
 from nvcc_opt.store.api import Store
+from nvcc_opt.toolbox.schema import ToolError
 from nvcc_opt.tools.catalog import OPTIONAL_TOOLS, TOOL_NAMES, launcher_path
 from nvcc_opt.tools.cli import find_region
 from nvcc_opt.tools.region import Region, RegionNotFound
-from nvcc_opt.tools.schema import ToolError
 from nvcc_opt.workspace.runner import ProcessRunner
 from nvcc_opt.workspace.tree import TreeError
 

@@ -52,8 +52,8 @@ from nvcc_opt.suite_report import (
     summarize,
     summarize_kernel,
 )
+from nvcc_opt.toolbox.schema import Toolbox, tool
 from nvcc_opt.tools.bench import describe
-from nvcc_opt.tools.schema import Toolbox, tool
 from nvcc_opt.verify import stats
 from nvcc_opt.verify.verdict import Verdict
 from tests.conftest import needs_nvcc

@@ -1,7 +1,7 @@
 """The layout of `nvcc_opt/`, read statically from the source (no module is imported): no import
 cycle anywhere in the package, counting every import a module makes (at its top, inside a
 function, under `TYPE_CHECKING`), since a function-level import that closes a loop only moves the
-cycle to run time."""
+cycle to run time; and the packages that know nothing of CUDA import only what is allowed."""
 
 from __future__ import annotations
 
@@ -9,6 +9,12 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "nvcc_opt"
+# The model-facing layers know nothing of CUDA: what each may import from the package
+# (allowlists; a prefix allows the package and every module under it).
+GENERIC = {
+    "nvcc_opt.agent": ("nvcc_opt.agent", "nvcc_opt.toolbox"),
+    "nvcc_opt.toolbox": ("nvcc_opt.toolbox",),
+}
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -114,3 +120,17 @@ def test_scan_counts_function_level_and_relative_imports(tmp_path: Path) -> None
 
 def test_no_import_cycle_in_the_package() -> None:
     assert cycles(import_graph()) == []
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_generic_layers_import_no_cuda_module() -> None:
+    graph = import_graph()
+    for layer, allowed in GENERIC.items():
+        members = [m for m in graph if _within(m, (layer,))]
+        assert members, layer
+        for module in members:
+            outside = sorted(t for t in graph[module] if not _within(t, allowed))
+            assert outside == [], f"{module} imports {outside}: only {allowed} are allowed"

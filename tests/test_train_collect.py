@@ -99,10 +99,10 @@ while Path("hang").exists():  # until the caller is interrupted (SIGINT ends thi
 
 from nvcc_opt.agent.loop import Agent, Limits
 from nvcc_opt.agent.model import Reply, ToolCall
-from nvcc_opt.agent.prompt import choose_tools
+from nvcc_opt.tools.prompt import choose_tools
 from nvcc_opt.agent.scripted import ScriptedModel
 from nvcc_opt.agent.trace import TraceWriter
-from nvcc_opt.tools.schema import Toolbox, tool
+from nvcc_opt.toolbox.schema import Toolbox, tool
 
 
 class Bench:
