@@ -9,6 +9,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "nvcc_opt"
+MAX_LINES = 400
 # The model-facing layers know nothing of CUDA: what each may import from the package
 # (allowlists; a prefix allows the package and every module under it).
 GENERIC = {
@@ -134,3 +135,20 @@ def test_generic_layers_import_no_cuda_module() -> None:
         for module in members:
             outside = sorted(t for t in graph[module] if not _within(t, allowed))
             assert outside == [], f"{module} imports {outside}: only {allowed} are allowed"
+
+
+def test_command_and_bench_files_are_small() -> None:
+    sizes = {
+        str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines())
+        for folder in ("cli", "bench", "toolbox", "agent")
+        for p in (PACKAGE / folder).rglob("*.py")
+    }
+    assert len(sizes) > 20
+    assert {name: n for name, n in sizes.items() if n >= MAX_LINES} == {}
+
+
+def test_command_modules_live_in_cli() -> None:
+    """A subcommand's click wiring is under `nvcc_opt/cli/` (or a package's own `cli.py`), never
+    a `*_cli.py` beside the library modules."""
+    assert sorted(p.name for p in PACKAGE.glob("*_cli.py")) == []
+    assert sorted(p.name for p in PACKAGE.glob("suite_*.py")) == []

@@ -15,7 +15,7 @@ from nvcc_opt.agent.backends import load as load_model
 from nvcc_opt.agent.loop import Limits
 from nvcc_opt.agent.model import Model, ModelError
 from nvcc_opt.agent.prompt import PromptError
-from nvcc_opt.cli_common import open_store
+from nvcc_opt.cli.common import open_store
 from nvcc_opt.config import ConfigError, ProjectConfig, find_root, load
 from nvcc_opt.optimize import CannotRun, RegionResult, no_gpu_here, optimize_region
 from nvcc_opt.records import RewriteState

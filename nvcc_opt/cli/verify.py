@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from nvcc_opt import report
-from nvcc_opt.cli_common import open_store
+from nvcc_opt.cli.common import open_store
 from nvcc_opt.config import ConfigError, find_root, load
 from nvcc_opt.records import Rewrite, RewriteState
 from nvcc_opt.store.api import Store, StoreError
