@@ -123,8 +123,8 @@ def run_app(
         f"-DCMAKE_CUDA_COMPILER_LAUNCHER={options.launcher}", *options.cmake_args,
     ]  # fmt: skip
     say("configuring" if gpu is None else f"configuring (GPU {gpu})")
-    done = run_quiet(configure, root, env, 600.0)
-    if stopped():  # Ctrl-C reaches configure and build too (same process group)
+    done = run_quiet(configure, root, env, 600.0, stop)
+    if stopped():  # the bench's Ctrl-C stops configure and build too
         return failed(INTERRUPTED)
     if done is not None:
         return failed(f"configure failed: {done}")
@@ -133,7 +133,8 @@ def run_app(
     except ConfigError as exc:
         return failed(f"config: {first_line(str(exc), REASON_CHARS)}")
     say("building")
-    done = run_quiet(config.render_build(config.build_dir), root, env, config.build.timeout_s)
+    build_argv = config.render_build(config.build_dir)
+    done = run_quiet(build_argv, root, env, config.build.timeout_s, stop)
     if stopped():
         return failed(INTERRUPTED)
     if done is not None:
@@ -159,9 +160,9 @@ def run_app(
     if ran.timed_out:  # optimize got the same SIGINT: what it stopped counts, as a timeout
         kernels = [replace(k, stopped=TIMEOUT) if k.stopped == INTERRUPTED else k for k in kernels]
         return failed(f"{TIMEOUT} after {optimize_timeout(options, regions):g} s", kernels)
-    if ran.returncode != 0 or results is None:
+    if ran.exit_status != 0 or results is None:
         why = short_reason(ran.stderr or ran.stdout)
-        return failed(f"optimize exited {ran.returncode}: {why}", kernels)
+        return failed(f"optimize exited {ran.exit_status}: {why}", kernels)
     if not kernels:
         return failed("nothing optimized: the build recorded no region")
     return AppRun(app.name, run, tuple(kernels), None, time.monotonic() - started, str(work), gpu)
