@@ -71,7 +71,7 @@ for app in "$@"; do
   python3 -c 'import os, signal, sys
 open(sys.argv[1], "w").write(str(os.getpid()))
 signal.signal(signal.SIGINT, signal.SIG_DFL)
-os.execvp(sys.argv[2], sys.argv[2:])' "$Q/bench.pid" python3 -m nvcc_opt.bench_cli suite \
+os.execvp(sys.argv[2], sys.argv[2:])' "$Q/bench.pid" python3 -m nvcc_opt.cli.bench suite \
     --model search --out "$Q/$app" --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90 --only "$app" \
     >"$Q/$app.out" 2>&1
   echo "   exit $? ($(date +%T)): $(grep -m1 '^| *'"$app" "$Q/$app"/*.md 2>/dev/null | cut -c1-160)"

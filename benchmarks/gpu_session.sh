@@ -71,7 +71,7 @@ timeout "${NOISE_S:-420}" python3 benchmarks/benchmark_code_noise.py "$noise" \
 fi
 if want suite; then
   step "the kernel suite with the search policy"
-  timeout -s INT -k 40 "${SUITE_S:-530}" python3 -m nvcc_opt.bench_cli suite --model "${SUITE_MODEL:-search}" \
+  timeout -s INT -k 40 "${SUITE_S:-530}" python3 -m nvcc_opt.cli.bench suite --model "${SUITE_MODEL:-search}" \
     --out "$OUT/suite" --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90 ${SUITE_ONLY:+--only $SUITE_ONLY} \
     ${SUITE_GPUS:+--gpus "$SUITE_GPUS"} --start-within "${SUITE_START_S:-$(( ${SUITE_S:-530} - 240 ))}" \
     2>&1 | tail -60

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from nvcc_opt.pool import Timed, cpu_count, open_pool, timed
-from nvcc_opt.tools.schema import ERROR
+from nvcc_opt.toolbox.schema import ERROR
 from nvcc_opt.workspace.runner import ProcessRunner
 
 KERNEL = """\

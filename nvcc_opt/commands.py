@@ -15,11 +15,11 @@ DISABLE = "NVCC_OPT_DISABLE"  # set by a user: every compile passes through unto
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "status": (
-        "nvcc_opt.report_cli:status",
+        "nvcc_opt.cli.report:status",
         "Every region the build has seen, how it was compiled, and its rewrites.",
     ),
     "explain": (
-        "nvcc_opt.report_cli:explain",
+        "nvcc_opt.cli.report:explain",
         "Why each region of FILE does or does not get a rewrite.",
     ),
     "report": (
@@ -27,15 +27,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Write one self-contained HTML report of bench reports, traces, a store and LULESH.",
     ),
     "import": (
-        "nvcc_opt.transfer_cli:import_command",
+        "nvcc_opt.cli.transfer:import_command",
         "Add the rewrites of FILE (JSON, as `export` writes) as proposed.",
     ),
     "export": (
-        "nvcc_opt.exchange_cli:export",
+        "nvcc_opt.cli.exchange:export",
         "Write rewrites as JSON that `import` reads (to OUTPUT, default stdout).",
     ),
     "review": (
-        "nvcc_opt.review_cli:review",
+        "nvcc_opt.cli.review:review",
         "Accept, reject or revoke rewrites; without options, step through them interactively.",
     ),
     "tool": (
@@ -43,31 +43,31 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Call tool NAME and print what the model would see (exit 1 when it reports an error).",
     ),
     "init": (
-        "nvcc_opt.config_cli:init",
+        "nvcc_opt.cli.config:init",
         "Write a commented nvcc-opt.toml here for the CMake build tree found.",
     ),
     "verify": (
-        "nvcc_opt.verify_cli:verify",
+        "nvcc_opt.cli.verify:verify",
         "Verify rewrites on this machine and record the verdicts (default: every proposed or "
         "accepted rewrite never verified here, or whose compiler, flags, file or targets changed).",
     ),
     "optimize": (
-        "nvcc_opt.optimize_cli:optimize",
+        "nvcc_opt.cli.optimize:optimize",
         "Optimize regions (default: every region the build has seen without a proposed or "
         "accepted rewrite).",
     ),
-    "mcp": ("nvcc_opt.mcp_cli:mcp", "Serve the six tools for one region, and `submit`, over MCP."),
-    "bench": ("nvcc_opt.bench_cli:bench", "Benchmarks of the optimizer."),
+    "mcp": ("nvcc_opt.cli.mcp:mcp", "Serve the six tools for one region, and `submit`, over MCP."),
+    "bench": ("nvcc_opt.cli.bench:bench", "Benchmarks of the optimizer."),
     "recover": (
-        "nvcc_opt.recover_cli:recover",
+        "nvcc_opt.cli.recover:recover",
         "Rebuild the store's rewrites, decisions and verifications from its journal.",
     ),
     "cmake-dir": (
-        "nvcc_opt.cmake_cli:cmake_dir_command",
+        "nvcc_opt.cli.cmake:cmake_dir_command",
         "Print the folder of NvccOpt.cmake, for list(APPEND CMAKE_MODULE_PATH ...).",
     ),
     "train": (
-        "nvcc_opt.train_cli:train",
+        "nvcc_opt.cli.train:train",
         "Problem sets, teacher traces, distillation and evaluation (pip install ./training).",
     ),
 }

@@ -25,10 +25,10 @@ from mcp.server.stdio import stdio_server
 from nvcc_opt.config import ProjectConfig
 from nvcc_opt.store.api import Store
 from nvcc_opt.submit import Answer, verify_and_store
+from nvcc_opt.toolbox.schema import Tool, Toolbox, is_error, tool
 from nvcc_opt.tools.bench import describe
 from nvcc_opt.tools.catalog import Catalog
 from nvcc_opt.tools.region import Region
-from nvcc_opt.tools.schema import Tool, Toolbox, is_error, tool
 from nvcc_opt.workspace.runner import Runner
 
 NAME = "nvcc-opt"

@@ -23,16 +23,16 @@ from typing import Any
 
 from nvcc_opt.agent.loop import Agent, Limits
 from nvcc_opt.agent.model import Model
-from nvcc_opt.agent.prompt import build, choose_tools
 from nvcc_opt.agent.trace import TraceWriter
 from nvcc_opt.change_kind import change_kind
 from nvcc_opt.config import ProjectConfig
 from nvcc_opt.store.api import Store
 from nvcc_opt.submit import Answer, last_context, verify_and_store
+from nvcc_opt.toolbox.schema import Toolbox
 from nvcc_opt.tools.bench import read_benchmark
 from nvcc_opt.tools.catalog import open_catalog
+from nvcc_opt.tools.prompt import build, choose_tools
 from nvcc_opt.tools.region import Region
-from nvcc_opt.tools.schema import Toolbox
 from nvcc_opt.verify import final
 from nvcc_opt.verify.checks import RunOutput
 from nvcc_opt.verify.measure import run_once

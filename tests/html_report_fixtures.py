@@ -11,10 +11,11 @@ import pytest
 from click.testing import CliRunner, Result
 
 from nvcc_opt.agent.trace import TraceWriter
+from nvcc_opt.bench.results import AppRun, Kernel, KernelRun, Report, Tried
+from nvcc_opt.bench.summary import rows_for, summarize
 from nvcc_opt.cli import cli
 from nvcc_opt.records import NewRewrite
 from nvcc_opt.store.api import Store
-from nvcc_opt.suite_report import AppRun, Kernel, KernelRun, Report, Tried, rows_for, summarize
 
 SIX = [
     "benchmark_code",

@@ -14,8 +14,8 @@ from nvcc_opt.agent.loop import NUDGE, Agent, Limits, Outcome
 from nvcc_opt.agent.model import Reply, ToolCall
 from nvcc_opt.agent.scripted import Scripted, ScriptedModel
 from nvcc_opt.agent.trace import TRACE_FORMAT, TRACE_VERSION, TraceError, TraceWriter, load_trace
+from nvcc_opt.toolbox.schema import Toolbox, tool
 from nvcc_opt.tools.files import ProjectFiles
-from nvcc_opt.tools.schema import Toolbox, tool
 
 FILES = ["file_viewer", "list_dir", "search"]
 ANSWER = {"final_code": "__global__ void k() {}\n", "explanation": "faster"}

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from nvcc_opt.agent.answer import ANSWER_FORMAT, FinalAnswer
-from nvcc_opt.agent.prompt import Prompt, PromptError, build, choose_tools, fenced, render
+from nvcc_opt.agent.prompt import PromptError, fenced
+from nvcc_opt.agent.prompt import render as render_agent
 from nvcc_opt.tools.catalog import TOOL_NAMES, declarations
+from nvcc_opt.tools.prompt import Prompt, build, choose_tools, render
 from nvcc_opt.tools.region import Region
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hostapp"
@@ -37,7 +39,7 @@ def make(region: Region, tools: list[str] | None = None, baseline: float | None 
 
 
 def test_repair_fills_the_problem_and_leaves_dollars_in_values_alone() -> None:
-    text = render("repair", problem="final_code is $missing")
+    text = render_agent("repair", problem="final_code is $missing")
     assert text.startswith("Your final answer could not be used: final_code is $missing\n")
     assert "one repair allowed" in text
     assert "$" not in text.replace("$missing", "")
@@ -50,7 +52,7 @@ def test_a_missing_value_names_the_template_and_the_variable() -> None:
 
 def test_an_unused_value_names_the_template_and_the_variable() -> None:
     with pytest.raises(PromptError, match=r"'repair'.*does not use.*'region'"):
-        render("repair", problem="x", region="y")
+        render_agent("repair", problem="x", region="y")
 
 
 @pytest.mark.parametrize("name", ["nosuch", "../prompt", "system.txt", ""])

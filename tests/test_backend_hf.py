@@ -17,8 +17,8 @@ from nvcc_opt.agent.backends.templates import TEMPLATE_NAME
 from nvcc_opt.agent.loop import Agent, Limits
 from nvcc_opt.agent.model import ModelError, Reply
 from nvcc_opt.agent.trace import TraceWriter, load_trace
+from nvcc_opt.toolbox.schema import Toolbox
 from nvcc_opt.tools.files import ProjectFiles
-from nvcc_opt.tools.schema import Toolbox
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "saxpy-stencil"
 FILES = ["file_viewer", "list_dir", "search"]

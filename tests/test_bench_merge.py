@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nvcc_opt.bench_cli import bench
-from nvcc_opt.suite_merge import MergeError, load_report, merge_reports
-from nvcc_opt.suite_report import (
+from nvcc_opt.bench.merge import MergeError, load_report, merge_reports
+from nvcc_opt.bench.render import render_markdown, write_report
+from nvcc_opt.bench.results import (
     KEPT,
     PROPOSED,
     AppRun,
@@ -21,12 +21,10 @@ from nvcc_opt.suite_report import (
     Report,
     Tried,
     classify,
-    render_markdown,
-    rows_for,
-    summarize,
     what_changed,
-    write_report,
 )
+from nvcc_opt.bench.summary import rows_for, summarize
+from nvcc_opt.cli.bench import bench
 
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 

@@ -21,17 +21,11 @@ from nvcc_opt.agent.loop import Agent, Limits
 from nvcc_opt.agent.model import Reply, ToolCall
 from nvcc_opt.agent.scripted import ScriptedModel
 from nvcc_opt.agent.trace import TraceWriter
-from nvcc_opt.bench_cli import bench
-from nvcc_opt.suite_bench import (
-    SuiteError,
-    find_apps,
-    gpu_ids,
-    kernel_runs,
-    parse_optimize_output,
-    read_tried,
-    run_streaming,
-)
-from nvcc_opt.suite_report import (
+from nvcc_opt.bench.apps import SuiteError, find_apps
+from nvcc_opt.bench.optimize_output import kernel_runs, parse_optimize_output, read_tried
+from nvcc_opt.bench.process import run_streaming
+from nvcc_opt.bench.render import command_line, render_markdown
+from nvcc_opt.bench.results import (
     APP_ROW,
     KEPT,
     PROPOSED,
@@ -42,18 +36,15 @@ from nvcc_opt.suite_report import (
     Report,
     Tried,
     classify,
-    command_line,
     geomean,
     is_wrong,
-    model_slug,
-    render_markdown,
-    rows_for,
     short_reason,
-    summarize,
-    summarize_kernel,
 )
+from nvcc_opt.bench.suite import gpu_ids
+from nvcc_opt.bench.summary import model_slug, rows_for, summarize, summarize_kernel
+from nvcc_opt.cli.bench import bench
+from nvcc_opt.toolbox.schema import Toolbox, tool
 from nvcc_opt.tools.bench import describe
-from nvcc_opt.tools.schema import Toolbox, tool
 from nvcc_opt.verify import stats
 from nvcc_opt.verify.verdict import Verdict
 from tests.conftest import needs_nvcc
@@ -460,7 +451,7 @@ def test_the_bench_end_to_end(tmp_path: Path, gpu: str | None) -> None:
             [
                 sys.executable,
                 "-c",
-                "from nvcc_opt.bench_cli import bench; bench()",
+                "from nvcc_opt.cli.bench import bench; bench()",
                 "suite",
                 "--suite",
                 str(suite),
@@ -610,7 +601,7 @@ def _fake_bench(
     fake.write_text(f"#!{sys.executable}\n{FAKE_NVCC_OPT}")
     fake.chmod(0o755)
     code = (
-        "import os, signal; import nvcc_opt.bench_cli as cli;"
+        "import os, signal; import nvcc_opt.cli.bench as cli;"
         " signal.signal(signal.SIGINT, signal.default_int_handler);"
         " cli.launcher_path = lambda: os.environ['FAKE_LAUNCHER']; cli.bench()"
     )

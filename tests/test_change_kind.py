@@ -8,16 +8,9 @@ import doctest
 import pytest
 
 from nvcc_opt import change_kind as module
+from nvcc_opt.bench.results import KEPT, PROPOSED, Kernel, KernelRun, classify
+from nvcc_opt.bench.summary import summarize, summarize_kernel
 from nvcc_opt.change_kind import change_kind
-from nvcc_opt.suite_report import (
-    KEPT,
-    PROPOSED,
-    Kernel,
-    KernelRun,
-    classify,
-    summarize,
-    summarize_kernel,
-)
 
 ORIGINAL = """__global__ void k(float* out, const float* in, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;

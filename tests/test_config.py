@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from nvcc_opt.cli.config import init
 from nvcc_opt.config import (
     ConfigError,
     ProjectConfig,
@@ -27,7 +28,6 @@ from nvcc_opt.config import (
 )
 from nvcc_opt.config.errors import key_lines
 from nvcc_opt.config.model import CheckConfig, GpuConfig, Section, TimeConfig, VerifyConfig
-from nvcc_opt.config_cli import init
 from tests.conftest import needs_nvcc
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "saxpy-stencil"

@@ -24,12 +24,12 @@ from nvcc_opt.launcher import candidate
 from nvcc_opt.records import NewRewrite, Rewrite
 from nvcc_opt.regions.scan import scan
 from nvcc_opt.store.api import Store
+from nvcc_opt.toolbox.schema import Toolbox, is_error
 from nvcc_opt.tools.analysis import Analysis
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.microbench import Microbench
 from nvcc_opt.tools.profile import Profile
 from nvcc_opt.tools.region import Region
-from nvcc_opt.tools.schema import Toolbox, is_error
 from nvcc_opt.workspace.runner import Completed, ProcessRunner
 from tests.cli_helpers import FAST_SCALE, invoke, write_source
 from tests.conftest import needs_nvcc, run

@@ -19,7 +19,7 @@ import pytest
 from integration.rajaperf import drive
 from integration.rajaperf.prepare import prepare
 from integration.rajaperf.protocol import Options, ProtocolError, run_protocol
-from nvcc_opt.suite_report import write_report
+from nvcc_opt.bench.render import write_report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rajaperf"
 

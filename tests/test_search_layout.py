@@ -1,11 +1,10 @@
 """The layout of `nvcc_opt/search/`: no import cycle inside it, no transform module imports
-another (only the registry, `transforms.py`, imports them all), files under 400 lines; and a
-report of the import cycles in all of `nvcc_opt/` (reported, not yet asserted)."""
+another (only the registry, `transforms.py`, imports them all), files under 400 lines (the
+import cycles of the whole package: tests/test_layout.py)."""
 
 from __future__ import annotations
 
 import ast
-import warnings
 from pathlib import Path
 
 from nvcc_opt.search.transforms import TRANSFORMS
@@ -98,11 +97,3 @@ def test_transform_modules_import_no_other_transform() -> None:
 def test_search_files_are_small() -> None:
     sizes = {p.name: len(p.read_text().splitlines()) for p in SEARCH.glob("*.py")}
     assert {name: n for name, n in sizes.items() if n >= MAX_LINES} == {}
-
-
-def test_report_import_cycles_in_the_package() -> None:
-    """Reported only: the cycles outside `search/` are another change's to remove."""
-    cycles = _cycles(_graph(PACKAGE))
-    assert not any(any(m.startswith("nvcc_opt.search.") for m in c) for c in cycles)
-    for cycle in cycles:
-        warnings.warn(f"import cycle of {len(cycle)} modules: {', '.join(cycle)}", stacklevel=1)

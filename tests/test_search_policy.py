@@ -14,10 +14,11 @@ import pytest
 from nvcc_opt.agent.answer import ANSWER_FORMAT, find_answer
 from nvcc_opt.agent.backends import load
 from nvcc_opt.agent.model import ModelError
-from nvcc_opt.agent.prompt import fenced, render
+from nvcc_opt.agent.prompt import fenced
 from nvcc_opt.search.observe import read_analysis, read_task
 from nvcc_opt.search.policy import SearchPolicy
 from nvcc_opt.tools.bench import describe, read_benchmark
+from nvcc_opt.tools.prompt import render
 from nvcc_opt.verify.checks import CheckResult
 from nvcc_opt.verify.stats import compare
 from nvcc_opt.verify.verdict import decide

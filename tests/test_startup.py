@@ -116,8 +116,8 @@ def test_help_lists_every_command_as_click_would(exe: str, tmp_path: Path) -> No
 
 def test_subcommand_help_imports_only_that_command(tmp_path: Path, exe: str) -> None:
     modules = loaded(exe, ["init", "--help"], tmp_path)
-    assert "nvcc_opt.config_cli" in modules
-    assert not {"nvcc_opt.review_cli", "nvcc_opt.optimize_cli", "nvcc_opt.store.api"} & modules
+    assert "nvcc_opt.cli.config" in modules
+    assert not {"nvcc_opt.cli.review", "nvcc_opt.cli.optimize", "nvcc_opt.store.api"} & modules
 
 
 @pytest.mark.parametrize("command", [["status"], ["review", "--list"]], ids=["status", "review"])

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from nvcc_opt.bench.apps import shared_folders
 from nvcc_opt.config import load
 from nvcc_opt.regions.scan import scan
-from nvcc_opt.suite_bench import shared_folders
 from tests.conftest import gpu_available, needs_nvcc
 
 SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "suite"

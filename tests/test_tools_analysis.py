@@ -14,11 +14,11 @@ import pytest
 
 from nvcc_opt.config import load
 from nvcc_opt.search.observe import read_analysis
+from nvcc_opt.toolbox.schema import Toolbox, is_error
 from nvcc_opt.tools import ptxas
 from nvcc_opt.tools.analysis import NO_KERNELS, Analysis
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.region import Region
-from nvcc_opt.tools.schema import Toolbox, is_error
 from nvcc_opt.workspace.runner import ProcessRunner
 from nvcc_opt.workspace.unit import UnitError, analysis_command, compile_command
 from tests.conftest import needs_nvcc

@@ -126,7 +126,7 @@ def test_speedup_above_the_ceiling_is_held_for_review(bench: Benchmark) -> None:
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has a GPU")
 def test_without_a_gpu_benchmark_code_says_so(tmp_path: Path, exe: str) -> None:
     """The example needs a GPU to run: here the tool answers with a clear observation."""
-    from nvcc_opt.tools.schema import Toolbox
+    from nvcc_opt.toolbox.schema import Toolbox
 
     root = tmp_path / "example"
     shutil.copytree(FIXTURE.parents[2] / "examples" / "saxpy-stencil", root)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from nvcc_opt.toolbox.schema import Toolbox, is_error
 from nvcc_opt.tools.cli import tool_command
 from nvcc_opt.tools.files import ProjectFiles
-from nvcc_opt.tools.schema import Toolbox, is_error
 
 
 @pytest.fixture

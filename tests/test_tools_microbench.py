@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from nvcc_opt.toolbox.output import LIMIT_CHARS
+from nvcc_opt.toolbox.schema import Toolbox, is_error
 from nvcc_opt.tools.microbench import (
     HEADER,
     FreshRun,
@@ -16,8 +18,6 @@ from nvcc_opt.tools.microbench import (
     mismatches,
     parse_output,
 )
-from nvcc_opt.tools.output import LIMIT_CHARS
-from nvcc_opt.tools.schema import Toolbox, is_error
 from nvcc_opt.workspace.runner import GRACE_S, ProcessRunner, ScriptedRunner, completed
 from tests.conftest import gpu_available, needs_nvcc
 

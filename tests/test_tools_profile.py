@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nvcc_opt.agent.prompt import choose_tools
 from nvcc_opt.config import load
+from nvcc_opt.toolbox.schema import Toolbox, is_error
 from nvcc_opt.tools import ncu
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.catalog import (
@@ -29,8 +29,8 @@ from nvcc_opt.tools.catalog import (
 )
 from nvcc_opt.tools.cli import tool_command
 from nvcc_opt.tools.profile import NO_KERNELS, SLOWDOWN, Profile
+from nvcc_opt.tools.prompt import choose_tools
 from nvcc_opt.tools.region import Region
-from nvcc_opt.tools.schema import Toolbox, is_error
 from nvcc_opt.workspace.runner import Completed, ProcessRunner, ScriptedRunner, completed
 from tests.conftest import PAPER_SIX, gpu_available, needs_nvcc
 

@@ -7,8 +7,8 @@ from typing import Literal
 
 import pytest
 
-from nvcc_opt.tools.output import cap
-from nvcc_opt.tools.schema import Tool, Toolbox, ToolError, is_error, tool
+from nvcc_opt.toolbox.output import cap
+from nvcc_opt.toolbox.schema import Tool, Toolbox, ToolError, is_error, tool
 
 
 class Context:

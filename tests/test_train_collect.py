@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from nvcc_opt.suite_bench import Options
+from nvcc_opt.bench.options import Options
 from nvcc_opt_train.problemset import Problem, ProblemSet, ProblemSetError
 from nvcc_opt_train.runs import RUNS, RegionResult, RunsError, read_runs, run_problems
 from tests.conftest import needs_nvcc
@@ -99,10 +99,10 @@ while Path("hang").exists():  # until the caller is interrupted (SIGINT ends thi
 
 from nvcc_opt.agent.loop import Agent, Limits
 from nvcc_opt.agent.model import Reply, ToolCall
-from nvcc_opt.agent.prompt import choose_tools
+from nvcc_opt.tools.prompt import choose_tools
 from nvcc_opt.agent.scripted import ScriptedModel
 from nvcc_opt.agent.trace import TraceWriter
-from nvcc_opt.tools.schema import Toolbox, tool
+from nvcc_opt.toolbox.schema import Toolbox, tool
 
 
 class Bench:
@@ -414,7 +414,7 @@ def test_a_run_interrupted_by_ctrl_c_is_not_recorded_and_runs_again(
     (root / "problems" / "b" / "hang").write_text("")
     options = fake_options(tmp_path, monkeypatch)
     code = (
-        "import signal, sys; from pathlib import Path; from nvcc_opt.suite_bench import Options;"
+        "import signal, sys; from pathlib import Path; from nvcc_opt.bench.options import Options;"
         " from nvcc_opt_train.problemset import ProblemSet;"
         " from nvcc_opt_train.runs import run_problems;"
         " signal.signal(signal.SIGINT, signal.default_int_handler);"

@@ -13,9 +13,9 @@ from nvcc_opt.agent.loop import Agent, Limits
 from nvcc_opt.agent.model import Reply, ToolCall
 from nvcc_opt.agent.scripted import Scripted, ScriptedModel
 from nvcc_opt.agent.trace import TraceWriter
+from nvcc_opt.toolbox.schema import Toolbox
 from nvcc_opt.tools.catalog import declarations
 from nvcc_opt.tools.files import ProjectFiles
-from nvcc_opt.tools.schema import Toolbox
 
 pytest.importorskip("nvcc_opt_train")
 

@@ -16,7 +16,7 @@ from nvcc_opt.agent.loop import Agent, Limits
 from nvcc_opt.agent.model import Reply, ToolCall
 from nvcc_opt.agent.scripted import ScriptedModel
 from nvcc_opt.agent.trace import Trace, TraceWriter, load_trace
-from nvcc_opt.tools.schema import Toolbox, tool
+from nvcc_opt.toolbox.schema import Toolbox, tool
 from nvcc_opt_train import runs_cli
 from nvcc_opt_train.eval_cli import eval_command
 from nvcc_opt_train.evaluate import (

@@ -184,8 +184,8 @@ def _prompts() -> list[str]:
     from transformers.utils import get_json_schema
 
     from nvcc_opt.agent.answer import ANSWER_FORMAT
-    from nvcc_opt.agent.prompt import render
     from nvcc_opt.tools.catalog import _DECLARED, declarations
+    from nvcc_opt.tools.prompt import render
 
     system = render(
         "system", gpu="NVIDIA H200", compile_target="sm_90", answer_format=ANSWER_FORMAT

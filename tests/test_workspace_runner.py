@@ -4,8 +4,10 @@ Containment at each level (namespaces, subreaper) is in test_workspace_contain.p
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,6 +119,58 @@ def test_output_is_capped_keeping_head_and_tail(tmp_path: Path) -> None:
     assert done.stdout.startswith("HEAD") and done.stdout.endswith("TAIL")
     assert "[... 99008 bytes of output cut ...]" in done.stdout
     assert len(done.stdout) < 1100
+
+
+def test_stdout_lines_stream_to_a_callback_as_they_come(tmp_path: Path) -> None:
+    seen: list[tuple[str, float]] = []
+    script = "printf 'one\\ntw'; sleep 1; printf 'o\\nlast'"
+    start = time.monotonic()
+    done = ProcessRunner().run(
+        ["sh", "-c", script],
+        cwd=tmp_path,
+        timeout_s=10,
+        sandbox=False,
+        on_line=lambda line: seen.append((line, time.monotonic() - start)),
+    )
+    assert done.ok and done.stdout == "one\ntwo\nlast"
+    assert [line for line, _ in seen] == ["one", "two", "last"]  # the last without a newline
+    assert seen[0][1] < 0.9 <= seen[1][1]  # the first before the program ended
+
+
+def test_a_stop_event_ends_the_run_like_a_timeout(tmp_path: Path) -> None:
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    start = time.monotonic()
+    done = ProcessRunner().run(
+        ["sh", "-c", "echo started; sleep 30"],
+        cwd=tmp_path,
+        timeout_s=60,
+        sandbox=False,
+        stop=stop,
+    )
+    assert done.stopped and not done.timed_out and not done.ok
+    assert done.stdout == "started\n" and "stopped" in done.note
+    assert time.monotonic() - start < 0.5 + GRACE_S + 2
+
+
+def test_a_first_sigint_lets_the_program_report_before_it_is_killed(tmp_path: Path) -> None:
+    script = "trap 'echo interrupted; exit 3' INT; echo working; sleep 30 & wait"
+    done = ProcessRunner().run(
+        ["sh", "-c", script],
+        cwd=tmp_path,
+        timeout_s=1,
+        sandbox=False,
+        stop_signal=signal.SIGINT,
+        grace_s=10,
+    )
+    assert done.timed_out and done.exit_status == 3
+    assert done.stdout == "working\ninterrupted\n"
+    assert done.wall_s < 5  # it exited on the SIGINT, not at the end of the grace
+
+
+def test_a_sandboxed_run_is_ended_with_sigterm_only(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="SIGTERM"):
+        ProcessRunner().run(["true"], cwd=tmp_path, timeout_s=1, stop_signal=signal.SIGINT)
 
 
 def test_results_say_when_bubblewrap_is_missing(

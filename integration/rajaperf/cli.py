@@ -13,8 +13,9 @@ from integration.rajaperf.ledger import Ledger
 from integration.rajaperf.prepare import prepare, tagged_kernels, unprepare
 from integration.rajaperf.protocol import Options, ProtocolError, run_protocol
 from integration.rajaperf.version import VersionError
-from nvcc_opt.suite_bench import SuiteError, gpu_ids
-from nvcc_opt.suite_report import write_report
+from nvcc_opt.bench.apps import SuiteError
+from nvcc_opt.bench.render import write_report
+from nvcc_opt.bench.suite import gpu_ids
 
 Checkout = click.Path(exists=True, file_okay=False, path_type=Path)
 

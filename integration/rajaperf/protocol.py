@@ -1,6 +1,6 @@
 """The paper's protocol on a prepared checkout: every tagged kernel optimized N times by
 `nvcc-opt optimize --model SPEC`, each run's result kept as it ends, the whole written as a
-suite bench report (nvcc_opt.suite_report), with the paper's rule beside it.
+suite bench report (nvcc_opt.bench.results), with the paper's rule beside it.
 
 Resumable: `<out>/runs/<Group_KERNEL>/run-<n>.json` holds one finished run; a later call skips
 what is there, so a protocol spread over several device sessions continues where it stopped.
@@ -29,19 +29,13 @@ from pathlib import Path
 from integration.rajaperf.kernels import KERNELS, Kernel
 from integration.rajaperf.ledger import Ledger
 from integration.rajaperf.prepare import cuda_file, kernel_folder, tagged_kernels
+from nvcc_opt.bench.optimize_output import kernel_runs, parse_optimize_output
+from nvcc_opt.bench.results import AppRun, KernelRun, Report, short_reason
+from nvcc_opt.bench.results import Kernel as SuiteKernel
+from nvcc_opt.bench.results import paper_speedup as report_paper_speedup
+from nvcc_opt.bench.suite import machine
+from nvcc_opt.bench.summary import model_slug, rows_for, summarize
 from nvcc_opt.paths import store_path
-from nvcc_opt.suite_bench import kernel_runs, machine, parse_optimize_output
-from nvcc_opt.suite_report import (
-    AppRun,
-    KernelRun,
-    Report,
-    model_slug,
-    rows_for,
-    short_reason,
-    summarize,
-)
-from nvcc_opt.suite_report import Kernel as SuiteKernel
-from nvcc_opt.suite_report import paper_speedup as report_paper_speedup
 
 APP = "RAJAPerf"
 NO_TOOLS_FLAG = "--no-tools"
@@ -87,7 +81,7 @@ def has_no_tools_mode(command: Sequence[str]) -> bool:
 
 def paper_speedup(run: KernelRun) -> float:
     """The paper's number for one run: failures (no answer, no build, guard, incorrect, error)
-    are 0 (`suite_report.paper_speedup`, the rule `nvcc-opt report` draws with)."""
+    are 0 (`bench.results.paper_speedup`, the rule `nvcc-opt report` draws with)."""
     return report_paper_speedup(run)
 
 

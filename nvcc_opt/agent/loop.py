@@ -14,8 +14,9 @@ from typing import Any
 from nvcc_opt.agent.answer import ANSWER_FORMAT, FinalAnswer, find_answer
 from nvcc_opt.agent.calls import EXPECTED, parse_calls
 from nvcc_opt.agent.model import Model, ModelError, Reply, ToolCall
+from nvcc_opt.agent.prompt import render
 from nvcc_opt.agent.trace import TraceWriter
-from nvcc_opt.tools.schema import ERROR, Toolbox, is_error
+from nvcc_opt.toolbox.schema import ERROR, Toolbox, is_error
 
 NUDGE = (
     f"Your reply had no tool call and no final answer. Call a tool ({EXPECTED}) or, when you are "
@@ -230,8 +231,6 @@ class Agent:
         if self.repaired:
             raise NoAnswer(f"the final answer was invalid again after one repair: {problem}")
         self.repaired = True
-        from nvcc_opt.agent.prompt import render
-
         self._say(render("repair", problem=problem), step, "repair")
 
     def _format_error(self, problem: str, step: dict[str, Any]) -> None:

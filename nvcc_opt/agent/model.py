@@ -2,7 +2,7 @@
 
 Messages are OpenAI-style dicts: {"role": "system"|"user"|"assistant"|"tool", "content": str,
 "tool_calls": [...] (assistant), "tool_call_id": str (tool)}. Tools are OpenAI function schemas
-(`nvcc_opt.tools.schema.Tool.schema()`).
+(`nvcc_opt.toolbox.schema.Tool.schema()`).
 """
 
 from __future__ import annotations

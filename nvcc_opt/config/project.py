@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from nvcc_opt.config import errors
+from nvcc_opt.config.errors import describe, describe_toml_error, line_of
 from nvcc_opt.config.model import BuildConfig, ConfigError, Settings, render
 from nvcc_opt.paths import CONFIG_NAME
 
@@ -119,16 +119,16 @@ def load(root: Path) -> ProjectConfig:
         return _defaults(root)
     if prefix and "store" in data:
         raise ConfigError(
-            f"{file}:{errors.line_of(text, (*prefix, 'store'))}: [tool.nvcc-opt] store: the "
+            f"{file}:{line_of(text, (*prefix, 'store'))}: [tool.nvcc-opt] store: the "
             f"build reads `store` only from {CONFIG_NAME}; put it there"
         )
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(errors.describe(file, text, prefix, exc, Settings)) from exc
+        raise ConfigError(describe(file, text, prefix, exc, Settings)) from exc
     config = _project(settings, root, file)
     if not config.build_dir.is_dir():
-        line = errors.line_of(text, (*prefix, "build", "dir"))
+        line = line_of(text, (*prefix, "build", "dir"))
         raise ConfigError(
             f"{file}:{line}: [build] dir: {config.build_dir} is not a folder; configure the "
             f"build there first (cmake -S {config.root} -B {config.build_dir}) or name your "
@@ -150,7 +150,7 @@ def _read_toml(file: Path) -> tuple[str, dict[str, Any]]:
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(errors.describe_toml_error(file, exc)) from exc
+        raise ConfigError(describe_toml_error(file, exc)) from exc
 
 
 def _tool_table(whole: dict[str, Any], file: Path) -> dict[str, Any] | None:

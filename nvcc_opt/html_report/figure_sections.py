@@ -3,12 +3,12 @@ says what is missing."""
 
 from __future__ import annotations
 
+from nvcc_opt.bench.summary import was_stopped
 from nvcc_opt.html_report import figures
 from nvcc_opt.html_report.gathered import Gathered, is_ablation
 from nvcc_opt.html_report.page import Section, figure, missing
 from nvcc_opt.html_report.runs import ALL_KERNELS, RunSpeedup
 from nvcc_opt.html_report.traces import Point, points_from_tried, view
-from nvcc_opt.suite_report import was_stopped
 from nvcc_opt.tools.catalog import TOOL_NAMES
 
 NO_BENCH = "No bench reports given (--bench REPORT.json, as `nvcc-opt bench suite` writes)."

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from nvcc_opt.agent.trace import Trace, TraceError, load_trace
+from nvcc_opt.bench.merge import MergeError, load_report
+from nvcc_opt.bench.results import Report
 from nvcc_opt.records import Rewrite
-from nvcc_opt.suite_merge import MergeError, load_report
-from nvcc_opt.suite_report import Report
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 

@@ -1,10 +1,10 @@
 """What the bench reports say, as the paper counts it (pure): one speedup per finished run of a
 kernel, failures at 0, each with its kernel's category and the tools the run was offered.
 
-The paper's rule (`suite_report.paper_speedup`): a final answer that is missing, incorrect,
+The paper's rule (`bench.results.paper_speedup`): a final answer that is missing, incorrect,
 refused by a guard or does not build, and a run that failed, is speedup 0; a kept original is
 1.0; a proposed rewrite is its verified speedup. A run the bench stopped (Ctrl-C,
-`suite_report.was_stopped`) measured nothing and is left out.
+`bench.summary.was_stopped`) measured nothing and is left out.
 
 A kernel's category is the row's `category` where a report has one, else the RAJAPerf group
 its region name starts with (`Apps_PRESSURE` -> Apps), else "all kernels".
@@ -22,8 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nvcc_opt.suite_report import PROPOSED, KernelRun, Report, was_stopped
-from nvcc_opt.suite_report import paper_speedup as paper_number
+from nvcc_opt.bench.results import PROPOSED, KernelRun, Report
+from nvcc_opt.bench.results import paper_speedup as paper_number
+from nvcc_opt.bench.summary import was_stopped
 
 RAJAPERF_GROUP = re.compile(r"^(Apps|Algorithm|Polybench|Basic|Lcals|Stream|Comm)_\w+$")
 ALL_KERNELS = "all kernels"
@@ -66,7 +67,7 @@ class RunSpeedup:
 
 
 def paper_speedup(run: KernelRun) -> tuple[float, bool]:
-    """The paper's number for one run (`suite_report.paper_speedup`) and whether it is a
+    """The paper's number for one run (`bench.results.paper_speedup`) and whether it is a
     failure."""
     value = paper_number(run)
     return value, run.status != PROPOSED and value == 0.0

@@ -7,6 +7,7 @@ import os
 from html import escape
 
 from nvcc_opt.agent.trace import Trace
+from nvcc_opt.bench.summary import was_stopped
 from nvcc_opt.html_report.figure_sections import NO_BENCH, NO_TRACES
 from nvcc_opt.html_report.gathered import Gathered
 from nvcc_opt.html_report.inputs import TraceFile
@@ -14,7 +15,6 @@ from nvcc_opt.html_report.lulesh import LuleshTable
 from nvcc_opt.html_report.page import Section, missing, table
 from nvcc_opt.html_report.runs import category_of, paper_speedup
 from nvcc_opt.html_report.traces import TraceView, view
-from nvcc_opt.suite_report import was_stopped
 from nvcc_opt.tools.catalog import TOOL_NAMES
 
 LULESH_SCHEMA = (

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nvcc_opt.agent.trace import Trace
-from nvcc_opt.suite_report import TIMED, Tried
+from nvcc_opt.bench.results import TIMED, Tried
 from nvcc_opt.tools.bench import read_benchmark
 
 TEXT_CHARS = 240

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nvcc_opt import flags
+from nvcc_opt.toolbox.schema import ToolError, tool
 from nvcc_opt.tools import ptxas
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.launch_occupancy import Shapes, occupancy_lines, shapes_of
-from nvcc_opt.tools.schema import ToolError, tool
 from nvcc_opt.workspace.diagnostics import trim_errors
 from nvcc_opt.workspace.tree import TreeError
 from nvcc_opt.workspace.unit import Compiled, UnitError, compile_unit

@@ -23,8 +23,8 @@ from nvcc_opt import flags
 from nvcc_opt.config import ProjectConfig
 from nvcc_opt.launcher import candidate
 from nvcc_opt.runtime import build as channel_build
+from nvcc_opt.toolbox.schema import ERROR, ToolError, tool
 from nvcc_opt.tools.region import Region
-from nvcc_opt.tools.schema import ERROR, ToolError, tool
 from nvcc_opt.verify import guards
 from nvcc_opt.verify.checks import RunOutput
 from nvcc_opt.verify.compiled import CodeChecks

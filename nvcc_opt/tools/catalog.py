@@ -24,13 +24,13 @@ from types import TracebackType
 from nvcc_opt.config import ProjectConfig, load
 from nvcc_opt.config.project import PYPROJECT, has_tool_table
 from nvcc_opt.paths import CONFIG_NAME
+from nvcc_opt.toolbox.schema import Tool, Toolbox
 from nvcc_opt.tools.analysis import Analysis
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.files import ProjectFiles
 from nvcc_opt.tools.microbench import Microbench
 from nvcc_opt.tools.profile import Profile
 from nvcc_opt.tools.region import Region
-from nvcc_opt.tools.schema import Tool, Toolbox
 from nvcc_opt.workspace.runner import ProcessRunner, Runner
 
 _DECLARED: dict[str, Callable[..., str]] = {

@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from nvcc_opt.config import ConfigError, find_root
+from nvcc_opt.toolbox.schema import Toolbox, is_error
 from nvcc_opt.tools.catalog import OPTIONAL_TOOLS, REGION_TOOLS, declarations, open_catalog
 from nvcc_opt.tools.region import Region, RegionNotFound
-from nvcc_opt.tools.schema import Toolbox, is_error
 
 NEEDS_REGION = "needs --region FILE:NAME, the region it works on"
 OPTIONAL = "optional: not offered to a model unless named, e.g. optimize --tools ...,{name}"

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from nvcc_opt.tools.schema import ToolError, tool
+from nvcc_opt.toolbox.schema import ToolError, tool
 
 WINDOW = 100
 MAX_WINDOW = 400

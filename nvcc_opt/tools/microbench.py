@@ -24,8 +24,8 @@ from pathlib import Path
 
 from nvcc_opt import flags
 from nvcc_opt.pool.lease import gpu_lease
-from nvcc_opt.tools.output import cap
-from nvcc_opt.tools.schema import ToolError, tool
+from nvcc_opt.toolbox.output import cap
+from nvcc_opt.toolbox.schema import ToolError, tool
 from nvcc_opt.verify.stats import summarize
 from nvcc_opt.workspace.diagnostics import trim_errors
 from nvcc_opt.workspace.runner import Completed, Runner

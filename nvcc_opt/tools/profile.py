@@ -19,9 +19,9 @@ from pathlib import Path
 
 from nvcc_opt import flags
 from nvcc_opt.pool.lease import gpu_lease
+from nvcc_opt.toolbox.schema import ToolError, tool
 from nvcc_opt.tools import ncu, ptxas
 from nvcc_opt.tools.bench import Benchmark
-from nvcc_opt.tools.schema import ToolError, tool
 from nvcc_opt.verify import guards
 from nvcc_opt.workspace.runner import Completed
 from nvcc_opt.workspace.tree import TreeError

@@ -7,7 +7,10 @@ said in the text), and decoded. With `sandbox=True` the run is contained at the 
 that works here (see `containment.py`: bubblewrap, namespaces, a subreaper): then every process
 it starts ends with it, also those that left its group (setsid, double fork), and it cannot write
 the `readonly` folders; every result says in `contained`, `sandboxed` and `note` what held.
-`ScriptedRunner` is the test fake.
+A long run can stream its stdout line by line (`on_line`) and be ended early by a `stop` event
+as a timeout ends it; an unsandboxed one can get another first signal (SIGINT, so a program
+that reports what it did so far on Ctrl-C does) and a longer grace. `ScriptedRunner` is the
+test fake.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
@@ -44,6 +47,7 @@ class Completed:
     sandboxed: bool  # the file system read-only but for `writable`, no network unless asked
     note: str = ""  # the containment ("contained: bubblewrap", "uncontained: ..."), a timeout
     contained: bool = False  # no process outlived the run, the `readonly` folders unwritable
+    stopped: bool = False  # ended early because the caller's `stop` event was set
 
     @property
     def ok(self) -> bool:
@@ -91,11 +95,21 @@ class ProcessRunner:
         network: bool = False,
         sandbox: bool = True,
         output_cap: int = 1_000_000,
+        on_line: Callable[[str], None] | None = None,
+        stop: threading.Event | None = None,
+        stop_signal: signal.Signals = signal.SIGTERM,
+        grace_s: float = GRACE_S,
     ) -> Completed:
+        """As `Runner.run`; besides: each stdout line (without its newline) goes to `on_line` as
+        it comes, from a reader thread; once `stop` is set the run ends as at its timeout
+        (`Completed.stopped`); the group gets `stop_signal` first (only SIGTERM when sandboxed:
+        the supervisor handles that one) and SIGKILL `grace_s` later."""
+        if sandbox and stop_signal != signal.SIGTERM:
+            raise ValueError("a sandboxed run is ended with SIGTERM; its supervisor relays it")
         asked = tuple(argv)
         level = (self.level or containment.chosen()) if sandbox else None
         kind = containment.NONE if level is None else level.kind
-        run = Contained(kind, asked, cwd, env, writable, readonly, network, grace_s=GRACE_S)
+        run = Contained(kind, asked, cwd, env, writable, readonly, network, grace_s=grace_s)
         with run:
             start = time.perf_counter()
             try:
@@ -115,7 +129,10 @@ class ProcessRunner:
                 return Completed(asked, 127, "", message, False, wall, False, "", False)
             finally:
                 run.started()
-            done = _finish(process, asked, start, timeout_s, output_cap, run.supervised)
+            ending = _Ending(stop, stop_signal, grace_s)
+            done = _finish(
+                process, asked, start, timeout_s, output_cap, run.supervised, ending, on_line
+            )
             if level is None:
                 return done
             held = run.outcome(level)
@@ -129,6 +146,15 @@ class ProcessRunner:
         )
 
 
+@dataclass(frozen=True)
+class _Ending:
+    """How a run ends early: the caller's event, the first signal, the grace before SIGKILL."""
+
+    stop: threading.Event | None = None
+    signal: signal.Signals = signal.SIGTERM
+    grace_s: float = GRACE_S
+
+
 def _finish(
     process: subprocess.Popen[bytes],
     argv: tuple[str, ...],
@@ -136,18 +162,22 @@ def _finish(
     timeout_s: float,
     cap: int,
     supervised: bool,
+    ending: _Ending,
+    on_line: Callable[[str], None] | None = None,
 ) -> Completed:
     assert process.stdout is not None and process.stderr is not None
-    out, err = _Capture(process.stdout, cap), _Capture(process.stderr, cap)
-    exited = False
+    out, err = _Capture(process.stdout, cap, on_line), _Capture(process.stderr, cap)
+    exited = timed_out = stopped = False
     try:
         try:
-            exited = _wait_unreaped(process.pid, start + timeout_s)
-            timed_out = not exited
-            if timed_out:
-                _signal_group(process.pid, signal.SIGTERM)
+            exited = _wait_unreaped(process.pid, start + timeout_s, ending.stop)
+            stopped = not exited and ending.stop is not None and ending.stop.is_set()
+            timed_out = not exited and not stopped
+            if not exited:
+                _signal_group(process.pid, ending.signal)
                 margin = SUPERVISOR_MARGIN_S if supervised else 0.0
-                exited = _wait_unreaped(process.pid, time.perf_counter() + GRACE_S + margin)
+                deadline = time.perf_counter() + ending.grace_s + margin
+                exited = _wait_unreaped(process.pid, deadline)
         finally:  # also on KeyboardInterrupt: nothing outlives the call
             if supervised and not exited:  # let it kill what left the group, then kill it
                 _signal_leader(process.pid, signal.SIGUSR1)
@@ -160,18 +190,21 @@ def _finish(
     out.join()
     err.join()
     note = f"timed out after {timeout_s:g} s; process group killed" if timed_out else ""
-    return Completed(argv, status, out.text(), err.text(), timed_out, wall, False, note)
+    note = "stopped by the caller; process group killed" if stopped else note
+    text = out.text(), err.text()
+    return Completed(argv, status, *text, timed_out, wall, False, note, stopped=stopped)
 
 
-def _wait_unreaped(pid: int, deadline: float) -> bool:
-    """Wait until `pid` exits (without reaping it) or the deadline passes; True if it exited."""
+def _wait_unreaped(pid: int, deadline: float, stop: threading.Event | None = None) -> bool:
+    """Wait until `pid` exits (without reaping it), the deadline passes or `stop` is set; True
+    if it exited."""
     pause = 0.001
     while True:
         info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         if info is not None:
             return True
         left = deadline - time.perf_counter()
-        if left <= 0:
+        if left <= 0 or (stop is not None and stop.is_set()):
             return False
         time.sleep(min(pause, left))
         pause = min(pause * 2, 0.02)
@@ -188,10 +221,15 @@ def _signal_leader(pid: int, signum: signal.Signals) -> None:
 
 
 class _Capture:
-    """Reads one pipe on a thread; keeps the first and last `cap // 2` bytes."""
+    """Reads one pipe on a thread; keeps the first and last `cap // 2` bytes, and passes each
+    whole line to `on_line` as it comes (the last one at the end, newline or not)."""
 
-    def __init__(self, pipe: IO[bytes], cap: int) -> None:
+    def __init__(
+        self, pipe: IO[bytes], cap: int, on_line: Callable[[str], None] | None = None
+    ) -> None:
         self._pipe = pipe
+        self._on_line = on_line
+        self._partial = bytearray()
         self._half = max(cap // 2, 1)
         self._head = bytearray()
         self._tail = bytearray()
@@ -202,12 +240,24 @@ class _Capture:
     def _read(self) -> None:
         with self._pipe:
             while chunk := os.read(self._pipe.fileno(), 65536):
+                if self._on_line is not None:
+                    self._lines(chunk)
                 room = self._half - len(self._head)
                 self._head += chunk[:room]
                 self._tail += chunk[room:] if room > 0 else chunk
                 if len(self._tail) > self._half:
                     self._cut += len(self._tail) - self._half
                     del self._tail[: len(self._tail) - self._half]
+        if self._on_line is not None and self._partial:
+            self._on_line(self._partial.decode(errors="replace"))
+
+    def _lines(self, chunk: bytes) -> None:
+        assert self._on_line is not None
+        self._partial += chunk
+        *whole, rest = self._partial.split(b"\n")
+        self._partial = bytearray(rest)
+        for line in whole:
+            self._on_line(line.decode(errors="replace"))
 
     def join(self) -> None:
         # Every process of the group is dead, so the pipe reaches end of file promptly; a

@@ -26,10 +26,11 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from nvcc_opt.bench.apps import SuiteError
+from nvcc_opt.bench.suite import listed_gpus
 from nvcc_opt.config import ConfigError, ProjectConfig, Settings
 from nvcc_opt.config.errors import describe, describe_toml_error
 from nvcc_opt.paths import CONFIG_NAME
-from nvcc_opt.suite_bench import SuiteError, listed_gpus
 from nvcc_opt.verify.measure import Build, check, run_once
 from nvcc_opt.workspace.diagnostics import trim_errors
 from nvcc_opt.workspace.runner import ProcessRunner, Runner

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nvcc_opt.suite_bench import machine
+from nvcc_opt.bench.suite import machine
 from nvcc_opt.workspace.runner import ProcessRunner
 from nvcc_opt_train.appcheck import CHECK_DIR, AppFailed, Built, build_app, build_then_run, run_app
 from nvcc_opt_train.problemset import BASELINES, Problem, ProblemSet, append_jsonl

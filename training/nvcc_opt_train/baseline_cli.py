@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from nvcc_opt.suite_bench import SuiteError, gpu_ids
+from nvcc_opt.bench.apps import SuiteError
+from nvcc_opt.bench.suite import gpu_ids
 from nvcc_opt_train import appcheck
 from nvcc_opt_train.baseline import BaselineOptions, measure, spread
 from nvcc_opt_train.problemset import ProblemSet, ProblemSetError

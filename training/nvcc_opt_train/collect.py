@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from nvcc_opt.agent.trace import TraceError, load_trace
-from nvcc_opt.suite_bench import Options
-from nvcc_opt.suite_report import PROPOSED
+from nvcc_opt.bench.options import Options
+from nvcc_opt.bench.results import PROPOSED
 from nvcc_opt_train.conversations import conversation, write_dataset
 from nvcc_opt_train.exclusion import require_exclusion
 from nvcc_opt_train.problemset import ProblemSet, write_atomic

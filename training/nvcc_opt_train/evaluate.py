@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from nvcc_opt.agent.trace import Trace, TraceError, load_trace
-from nvcc_opt.suite_bench import Options
-from nvcc_opt.suite_report import IMPROVED_AT, PROPOSED, geomean
+from nvcc_opt.bench.options import Options
+from nvcc_opt.bench.results import IMPROVED_AT, PROPOSED, geomean
 from nvcc_opt_train.problemset import SPLITS, ProblemSet, write_atomic
 from nvcc_opt_train.runs import (
     Progress,

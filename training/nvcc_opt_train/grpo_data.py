@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nvcc_opt.agent.prompt import build, choose_tools
 from nvcc_opt.config import architectures
+from nvcc_opt.tools.prompt import build, choose_tools
 from nvcc_opt_train.grpo_env import Prepared, subset_key
 
 FINGERPRINT = "nvcc_opt_model.json"  # in the run folder and in each checkpoint

@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from nvcc_opt.agent.answer import FinalAnswer
+from nvcc_opt.bench.app_run import bench_env
+from nvcc_opt.bench.apps import shared_folders
 from nvcc_opt.config import ConfigError, ProjectConfig, load
-from nvcc_opt.suite_bench import bench_env, shared_folders
 from nvcc_opt.tools.catalog import _DECLARED, Catalog, open_catalog
 from nvcc_opt.tools.region import Region
 from nvcc_opt.verify import final

@@ -20,7 +20,8 @@ from typing import Any
 
 import click
 
-from nvcc_opt.suite_bench import SuiteError, gpu_ids
+from nvcc_opt.bench.apps import SuiteError
+from nvcc_opt.bench.suite import gpu_ids
 from nvcc_opt_train import appcheck, splits
 from nvcc_opt_train.exclusion import Exclusion, ExclusionError
 from nvcc_opt_train.importers import Skip

@@ -1,10 +1,10 @@
 """`nvcc-opt optimize` over one split of a problem set, N runs per problem, resumable.
 
 Shared by `train collect` (teacher traces) and `train eval` (what a model does). Each run of a
-problem is `nvcc-opt bench suite`'s run of an app (`suite_bench.run_app`: a private copy of the
+problem is `nvcc-opt bench suite`'s run of an app (`bench.app_run.run_app`: a private copy of the
 problem's app with the set's shared folders beside it, a fresh build tree through nvcc-opt, a
 fresh store, `optimize --json --seed S` as a subprocess), queued one problem per GPU by
-`suite_bench.run_jobs`. As each (problem, run) ends it is appended as one line to OUT/runs.jsonl
+`bench.suite.run_jobs`. As each (problem, run) ends it is appended as one line to OUT/runs.jsonl
 (`RunRecord`), its traces copied to OUT/traces/<id>-run<i>.json; a rerun skips the runs
 recorded there, so a killed or time-limited run (`within_s`) continues where it stopped. A run
 the user interrupted (Ctrl-C) is not recorded: the next call runs it again.
@@ -24,11 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from nvcc_opt.agent.trace import TraceError, load_trace
+from nvcc_opt.bench.app_run import run_seed
+from nvcc_opt.bench.options import Options
+from nvcc_opt.bench.results import PROPOSED, AppRun, KernelRun, classify
+from nvcc_opt.bench.suite import run_jobs
+from nvcc_opt.bench.summary import stopped_by_bench
 from nvcc_opt.records import RewriteState
 from nvcc_opt.store.api import Store
 from nvcc_opt.store.errors import StoreError
-from nvcc_opt.suite_bench import Options, run_jobs, run_seed
-from nvcc_opt.suite_report import PROPOSED, AppRun, KernelRun, classify, stopped_by_bench
 from nvcc_opt_train.problemset import (
     Problem,
     ProblemSet,
@@ -60,7 +63,7 @@ class RegionResult:
     rewrite_id: int | None  # from the run's store; None unless a rewrite was stored as proposed
     stopped: str  # how the agent stopped (final_answer, limit:turns, ...)
     reasons: tuple[str, ...]
-    outcome: str  # suite_report.classify: proposed, wrong final, build failed, no answer, ...
+    outcome: str  # bench.results.classify: proposed, wrong final, build failed, no answer, ...
     explanation: str = ""
     baseline_ms: float | None = None
     wall_s: float | None = None

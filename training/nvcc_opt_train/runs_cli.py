@@ -10,8 +10,10 @@ from typing import Any, TypeVar
 import click
 
 from nvcc_opt.agent.backends import BACKENDS, SPEC_FORMS, split_spec
-from nvcc_opt.suite_bench import Options, SuiteError, gpu_ids
-from nvcc_opt.suite_report import command_line
+from nvcc_opt.bench.apps import SuiteError
+from nvcc_opt.bench.options import Options
+from nvcc_opt.bench.render import command_line
+from nvcc_opt.bench.suite import gpu_ids
 from nvcc_opt.tools.catalog import launcher_path
 from nvcc_opt_train.model_spec import ModelSpecError, check_model
 from nvcc_opt_train.runs import Progress
@@ -58,7 +60,7 @@ def build_options(
     cmake_args: tuple[str, ...],
     timeout_s: float | None,
 ) -> Options:
-    """suite_bench's Options from the shared options; click errors for a missing, unknown or
+    """the bench's Options from the shared options; click errors for a missing, unknown or
     unusable model spec (`check_model`: before any work), a missing --out and bad --gpus."""
     if spec is None:
         raise click.UsageError("Missing option '--model'.")

@@ -1,7 +1,7 @@
 """`--from suite DIR` and `--from apps DIR`: one problem per app, its tagged regions as they are.
 
 An app is a folder with an nvcc-opt.toml and at least one tagged region. The suite's apps also
-have a CMakeLists.txt (nvcc-opt's own `benchmarks/suite`, found by `suite_bench.find_apps`); a
+have a CMakeLists.txt (nvcc-opt's own `benchmarks/suite`, found by `bench.apps.find_apps`); a
 folder of apps may hold any build the app's nvcc-opt.toml describes. The folders beside the apps
 that are not apps (the suite's `common/`) are copied to `dest/<name>` so that `../common` still
 resolves from `dest/<id>`. The app's own build folder, hidden folders and files over a size
@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from nvcc_opt.bench.apps import SuiteError, app_kernels, find_apps, shared_folders
 from nvcc_opt.paths import CONFIG_NAME
 from nvcc_opt.regions.scan import region_text, scan
-from nvcc_opt.suite_bench import SuiteError, app_kernels, find_apps, shared_folders
 from nvcc_opt.tools.ptxas import code_only, kernels
 from nvcc_opt_train.importers import Skip
 from nvcc_opt_train.problemset import Problem

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from nvcc_opt.cli_common import open_store
+from nvcc_opt.cli.common import open_store
 from nvcc_opt.config import ConfigError, find_root, load
 from nvcc_opt.tools.catalog import launcher_path, open_catalog
 from nvcc_opt.tools.cli import find_region

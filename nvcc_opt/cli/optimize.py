@@ -15,15 +15,15 @@ from nvcc_opt.agent.backends import load as load_model
 from nvcc_opt.agent.loop import Limits
 from nvcc_opt.agent.model import Model, ModelError
 from nvcc_opt.agent.prompt import PromptError
-from nvcc_opt.cli_common import open_store
+from nvcc_opt.cli.common import open_store
 from nvcc_opt.config import ConfigError, ProjectConfig, find_root, load
 from nvcc_opt.optimize import CannotRun, RegionResult, no_gpu_here, optimize_region
 from nvcc_opt.records import RewriteState
 from nvcc_opt.store.api import Store
+from nvcc_opt.toolbox.schema import ToolError
 from nvcc_opt.tools.catalog import OPTIONAL_TOOLS, TOOL_NAMES, launcher_path
 from nvcc_opt.tools.cli import find_region
 from nvcc_opt.tools.region import Region, RegionNotFound
-from nvcc_opt.tools.schema import ToolError
 from nvcc_opt.workspace.runner import ProcessRunner
 from nvcc_opt.workspace.tree import TreeError
 

@@ -1,5 +1,5 @@
 """`nvcc-opt export`: click wiring for rewrites written as JSON (transfer.py); `import` is
-transfer_cli.py."""
+cli/transfer.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from nvcc_opt import transfer
-from nvcc_opt.cli_common import open_store, user_errors
+from nvcc_opt.cli.common import open_store, user_errors
 from nvcc_opt.records import RewriteState
 
 

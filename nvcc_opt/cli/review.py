@@ -9,7 +9,7 @@ import click
 
 from nvcc_opt import report
 from nvcc_opt import review as decisions
-from nvcc_opt.cli_common import open_for_reading, open_store
+from nvcc_opt.cli.common import open_for_reading, open_store
 from nvcc_opt.records import Rewrite, RewriteState
 from nvcc_opt.store.errors import StoreError
 

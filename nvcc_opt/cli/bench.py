@@ -8,9 +8,12 @@ from pathlib import Path
 import click
 
 from nvcc_opt.agent.backends import BACKENDS, SPEC_FORMS, split_spec
-from nvcc_opt.suite_bench import Options, SuiteError, find_apps, gpu_ids, run_suite
-from nvcc_opt.suite_merge import MergeError, merge_reports
-from nvcc_opt.suite_report import Report, command_line, render_markdown, write_report
+from nvcc_opt.bench.apps import SuiteError, find_apps
+from nvcc_opt.bench.merge import MergeError, merge_reports
+from nvcc_opt.bench.options import Options
+from nvcc_opt.bench.render import command_line, render_markdown, write_report
+from nvcc_opt.bench.results import Report
+from nvcc_opt.bench.suite import gpu_ids, run_suite
 from nvcc_opt.tools.catalog import launcher_path
 
 

@@ -15,7 +15,7 @@ MODULE = "NvccOpt.cmake"
 
 def cmake_dir() -> Path:
     """The installed folder of NvccOpt.cmake."""
-    return Path(__file__).resolve().parent / "cmake"
+    return Path(__file__).resolve().parent.parent / "cmake"
 
 
 @click.command("cmake-dir")

@@ -21,20 +21,17 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-from nvcc_opt.suite_report import (
+from nvcc_opt.bench.render import free_stem
+from nvcc_opt.bench.results import (
     REASON_CHARS,
     AppRun,
     Kernel,
     KernelRow,
     Report,
     Source,
-    failed_runs,
     first_line,
-    free_stem,
-    model_slug,
-    rows_for,
-    summarize,
 )
+from nvcc_opt.bench.summary import failed_runs, model_slug, rows_for, summarize
 
 _REPORT = TypeAdapter(Report)
 

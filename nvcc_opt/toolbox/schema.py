@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from nvcc_opt.tools.output import cap
+from nvcc_opt.toolbox.output import cap
 
 F = TypeVar("F", bound=Callable[..., str])
 ERROR = "error: "

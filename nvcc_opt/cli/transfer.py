@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from nvcc_opt import transfer
-from nvcc_opt.cli_common import open_store
+from nvcc_opt.cli.common import open_store
 from nvcc_opt.store.api import StoreError
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from nvcc_opt import report
-from nvcc_opt.cli_common import open_for_reading, user_errors
+from nvcc_opt.cli.common import open_for_reading, user_errors
 
 
 @click.command()

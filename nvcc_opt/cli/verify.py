@@ -7,13 +7,13 @@ from pathlib import Path
 import click
 
 from nvcc_opt import report
-from nvcc_opt.cli_common import open_store
+from nvcc_opt.cli.common import open_store
 from nvcc_opt.config import ConfigError, find_root, load
 from nvcc_opt.records import Rewrite, RewriteState
 from nvcc_opt.store.api import Store, StoreError
+from nvcc_opt.toolbox.schema import ToolError
 from nvcc_opt.tools.catalog import launcher_path
 from nvcc_opt.tools.region import Region, RegionNotFound
-from nvcc_opt.tools.schema import ToolError
 from nvcc_opt.verify import final
 from nvcc_opt.workspace.runner import ProcessRunner
 from nvcc_opt.workspace.tree import TreeError
