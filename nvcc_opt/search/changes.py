@@ -36,6 +36,7 @@ class Change:
     transform: str | None = None  # a name in transforms.BY_NAME
     flags: tuple[str, ...] = ()
     numerics: str = ""  # how it changes the results; "" when it computes the same values
+    why: str = ""  # the measured or static fact that ranked it (priorities.py); "" by default
 
 
 FAST_MATH = (
