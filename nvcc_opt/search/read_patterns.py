@@ -216,8 +216,8 @@ def counted_loop(
         return None
     declarator = init.child_by_field_name("declarator")
     start = None if declarator is None else declarator.child_by_field_name("value")
-    kind = "" if declarator is None else source.data[init.start_byte : declarator.start_byte]
-    counter = " ".join(kind.decode().split()) if kind else ""
+    kind = b"" if declarator is None else source.data[init.start_byte : declarator.start_byte]
+    counter = " ".join(kind.decode().split())
     if declarator is None or not LOOP_TYPE.fullmatch(counter):
         return None  # a narrow counter could wrap before reaching C
     operator = condition.child_by_field_name("operator")
