@@ -144,3 +144,25 @@ def test_a_small_translation_unit_still_reads_flag_sass() -> None:
     analysed = [a for n, a in calls[1:] if n == "compiler_analysis"]
     assert any(a.get("compile_args") == ["-Xptxas=-O3"] for a in analysed)
     assert "large translation unit" not in answer["explanation"]
+
+
+def test_a_run_time_block_size_is_learnt_from_the_profile() -> None:
+    """The launch's block size is a run-time variable the search cannot resolve: without a
+    profile no __launch_bounds__ is tried; with one, the size the run launched (256) is used."""
+    runtime_launch = "[1 match]\nsrc/main.cu (1)\n   40 |   rows<<<grid, threads>>>(n, A, x, y);"
+
+    def tools(profile: str) -> Any:
+        def answer(name: str, args: dict[str, Any]) -> str:
+            if name == "search":
+                return runtime_launch if "<<<" in args["pattern"] else "[no matches]"
+            return tools_with(profile)(name, args)
+
+        return answer
+
+    def bounded(calls: list[tuple[str, dict[str, Any]]]) -> bool:
+        return any("__launch_bounds__(256)" in a["code"] for n, a in calls if "code" in a)
+
+    without, _ = drive(SearchPolicy(), tools(""), offered=WITH_PROFILE)
+    assert not bounded(without)
+    learnt, _ = drive(SearchPolicy(), tools(MEMORY), offered=WITH_PROFILE)
+    assert bounded(learnt)

@@ -29,7 +29,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -182,7 +182,7 @@ def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
     if "profile_kernel" in offered and room():
         why = "Measuring what bounds the kernel (memory, compute or latency) and why it stalls."
         profile = read_profile((yield Call("profile_kernel", {}, why)))
-    facts = yield from _facts(code, offered, room)
+    facts = _run_block(code, (yield from _facts(code, offered, room)), profile)
     found = transform_changes(code, facts) + flag_changes(target, analysis)
     singles = ordered(found, code, analysis, profile)
     large = build_s >= LARGE_BUILD_S
@@ -275,6 +275,16 @@ def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
         return
     new_code, flags = final
     yield Final(new_code, explain(kept, alone, notes, best, tried), tuple(flags))
+
+
+def _run_block(code: str, facts: Facts, profile: Profile | None) -> Facts:
+    """The block size the profiled run launched, for a kernel of the region whose launches the
+    source does not tell (a run-time block size): what launch_bounds and the block shapes need."""
+    if profile is None or profile.block is None or profile.kernel in facts.block_sizes:
+        return facts
+    if profile.kernel not in {k.name for k in Source(code).kernels()}:
+        return facts
+    return replace(facts, block_sizes={**facts.block_sizes, profile.kernel: profile.block})
 
 
 def _sass_tells(change: Change, large: bool) -> bool:
