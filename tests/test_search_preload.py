@@ -58,6 +58,19 @@ def test_doubles_go_two_at_a_time_and_a_pragma_stays_with_its_loop() -> None:
     assert "#pragma unroll 4\n  for (int t = 0;" in new
 
 
+def test_a_run_from_any_constant_start_or_offset_is_read_before_the_loop() -> None:
+    shifted = FILTER.replace("taps[t]", "taps[t + 1]")
+    new = preload_run(shifted, FACTS)
+    assert new is not None and "nvcc_opt_taps[t] * in[i + t]" in new
+    assert "reinterpret_cast<const ::float4*>((taps + (1)))[nvcc_opt_v]" in new
+    centred = FILTER.replace("int t = 0; t < kTaps", "int t = -kTaps; t <= kTaps").replace(
+        "taps[t]", "taps[t + kTaps]"
+    )
+    new = preload_run(centred, FACTS)
+    assert new is not None and "float nvcc_opt_taps[((kTaps) - (-kTaps) + 1)];" in new
+    assert "nvcc_opt_taps[t - (-kTaps)] * in[i + t]" in new
+
+
 @pytest.mark.parametrize(
     ("facts", "code", "why"),
     [
@@ -67,7 +80,9 @@ def test_doubles_go_two_at_a_time_and_a_pragma_stays_with_its_loop() -> None:
         (FACTS, FILTER.replace("sum += taps[t] * in[i + t];",
                                "{ if (in[i + t] < 0) break; sum += taps[t]; }"),
          "the loop may stop early"),
-        (FACTS, FILTER.replace("taps[t]", "taps[t + 1]"), "not the loop's own element"),
+        (FACTS, FILTER.replace("taps[t]", "taps[t + i]"), "not a constant offset"),
+        (FACTS, FILTER.replace("taps[t] *", "taps[t] * taps[t + 1] *"), "two offsets"),
+        (FACTS, FILTER.replace("int t = 0", "unsigned t = 1"), "an unsigned counter from 1"),
         (FACTS, FILTER.replace("t < kTaps", "t < n"), "the run's length is not constant"),
         (FACTS, FILTER.replace("  for (int t", "  if (n > 4) for (int t"),
          "the loop is not in a block: the loads would run where the loop does not"),

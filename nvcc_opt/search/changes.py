@@ -12,6 +12,7 @@ ARCH_SPECIFIC = {"sm_90": "-gencode=arch=compute_90a,code=sm_90a"}  # Hopper's 9
 REGISTER_STEPS = (128, 96, 64, 48, 32)
 FIRST = (
     "fuse",
+    "vector_loads",
     "warp_rows_grid",
     "warp_rows",
     "tile_matmul",
@@ -36,6 +37,7 @@ class Change:
     transform: str | None = None  # a name in transforms.BY_NAME
     flags: tuple[str, ...] = ()
     numerics: str = ""  # how it changes the results; "" when it computes the same values
+    why: str = ""  # the measured or static fact that ranked it (priorities.py); "" by default
 
 
 FAST_MATH = (

@@ -2,12 +2,17 @@
 
 It reads the prompt, calls the same tools through the same loop (so its traces have the same
 format and can seed training), and chooses each next step from what the tools said:
-1. compiler_analysis of the region as it is (registers, and whether they limit occupancy);
+1. compiler_analysis of the region as it is (registers, spills, whether they limit occupancy;
+   its duration is the cost of one compile: from 10 s on, the translation unit is large), then
+   profile_kernel when offered (memory-, compute- or latency-bound, stall reasons);
 2. `search` for the launches of the region's kernels and the constants they use (block sizes,
    and whether a launch passes one pointer twice);
-3. benchmark_code of each source transform and build flag alone, structural changes first; a
-   kernel-only change whose machine code (compiler_analysis's SASS digests) equals the region's,
-   or a change already timed, is not timed again;
+3. benchmark_code of each source transform and build flag alone, in the order the measurements
+   set (`priorities.py`: each change carries the fact that ranked it); a kernel-only change
+   whose machine code (compiler_analysis's SASS digests) equals the region's, or a change
+   already timed, is not timed again; fast math, and any flag on a large translation unit, is
+   timed without reading its SASS first; a candidate that would not finish within the time
+   left (one compile plus the longest timing so far) is not started, and the answer names it;
 4. greedy combination of what improved, best first, keeping a change only when it adds; once two
    changes have improved, the changes alone stop while the time or calls left would not cover
    one more and a combination (the longest benchmark_code call so far is the estimate), so the
@@ -24,13 +29,14 @@ import json
 import re
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qsl
 
 from nvcc_opt.agent.model import ModelError, Reply, ToolCall
 from nvcc_opt.search.changes import Change, compose, flag_changes, transform_changes
 from nvcc_opt.search.cuda import Source
+from nvcc_opt.search.explain import effect, explain
 from nvcc_opt.search.launches import (
     Launch,
     definitions,
@@ -40,7 +46,15 @@ from nvcc_opt.search.launches import (
     search_lines,
     statement,
 )
-from nvcc_opt.search.observe import Analysis, PromptUnreadable, read_analysis, read_task
+from nvcc_opt.search.observe import (
+    Analysis,
+    Profile,
+    PromptUnreadable,
+    read_analysis,
+    read_profile,
+    read_task,
+)
+from nvcc_opt.search.priorities import ordered
 from nvcc_opt.search.transforms import BY_NAME, Facts
 from nvcc_opt.tools.bench import Measured, read_benchmark
 
@@ -49,6 +63,7 @@ BUDGET_S = 180.0  # exploration; with the baseline, builds and the final verific
 MAX_CALLS = 40  # tool calls; `optimize` gives the policy this many turns and one for the answer
 LAUNCH_LINES = 8  # a launch written over several lines: how many file_viewer shows from its first
 MIN_GAIN = 1.01  # a change joins the combination only if it adds at least this
+LARGE_BUILD_S = 10.0  # a compile of the region's file this long makes its translation unit large
 
 
 @dataclass(frozen=True)
@@ -157,11 +172,20 @@ def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
         yield Final(code, "benchmark_code was not offered, so nothing could be measured.")
         return
     analysis: Analysis | None = None
+    build_s = 0.0  # one compile of the region's file, from the first compiler_analysis call
     if "compiler_analysis" in offered:
+        started = budget.clock()
         seen = yield Call("compiler_analysis", {}, "Reading registers and occupancy first.")
+        build_s = budget.clock() - started
         analysis = read_analysis(seen)
-    facts = yield from _facts(code, offered, room)
-    singles = transform_changes(code, facts) + flag_changes(target, analysis)
+    profile: Profile | None = None
+    if "profile_kernel" in offered and room():
+        why = "Measuring what bounds the kernel (memory, compute or latency) and why it stalls."
+        profile = read_profile((yield Call("profile_kernel", {}, why)))
+    facts = _run_block(code, (yield from _facts(code, offered, room)), profile)
+    found = transform_changes(code, facts) + flag_changes(target, analysis)
+    singles = ordered(found, code, analysis, profile)
+    large = build_s >= LARGE_BUILD_S
     alone: dict[str, tuple[Change, Measured]] = {}
     untimed: list[str] = []
     timed_as: dict[tuple[tuple[str, str, str], ...], Change] = {}
@@ -169,22 +193,33 @@ def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
     region_code = analysis.machine_code if analysis is not None else ()
     longest_s = 0.0  # the longest benchmark_code call so far
     notes: list[str] = []
+    tried: list[Change] = []
     for at, change in enumerate(singles):
+        left = ", ".join(c.what for c in singles[at:])
         if not room():
+            notes.append(f"not reached within the budget (time or tool calls): {left}")
             break
         if (
             longest_s
             and budget.keeps_for_combining(longest_s)
             and _combinable(code, facts, alone, timed_code)
         ):
-            left = ", ".join(c.what for c in singles[at:])
             notes.append(f"not tried alone, to leave time to combine what helped: {left}")
+            break
+        read_sass = bool(region_code) and _sass_tells(change, large)
+        cost = (build_s if read_sass else 0.0) + max(longest_s, build_s)
+        if cost and budget.seconds_left() < cost:
+            notes.append(
+                f"not reached within the budget ({budget.seconds_left():.0f} s left, one "
+                f"candidate about {cost:.0f} s): {left}"
+            )
             break
         built = compose(code, facts, [change])
         if built is None:
             continue
+        tried.append(change)
         machine: tuple[tuple[str, str, str], ...] = ()
-        if region_code and not _host_side(change):
+        if read_sass:
             why = f"Checking whether {change.what} changes the machine code."
             machine = read_analysis((yield _analyse(built, why))).machine_code
             twin = "the region" if machine == region_code else None
@@ -194,6 +229,7 @@ def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
                 untimed.append(f"{change.what}: the same machine code as {twin}; not timed")
                 continue
             if not room():
+                notes.append(f"not reached within the budget (time or tool calls): {left}")
                 break
         started = budget.clock()
         measured = read_benchmark((yield _bench(built, f"Trying {change.what} alone.")))
@@ -204,6 +240,11 @@ def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
             timed_as[machine] = change
         if measured.verdict == "error" and "no GPU here" in measured.why:
             break  # nothing can be timed on this machine
+    if large:
+        notes.append(
+            f"a large translation unit (one compile {build_s:.0f} s): flag-only variants were "
+            "timed without reading their machine code first"
+        )
     helped = _helped(alone)
     kept: list[Change] = []
     best = 1.0
@@ -226,14 +267,34 @@ def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
                 kept, best = [*kept, change], measured.speedup
                 notes.append(f"adding {change.what}: {measured.speedup:.3f}x together")
             else:
-                notes.append(f"adding {change.what}: no gain together ({_effect(measured)})")
+                notes.append(f"adding {change.what}: no gain together ({effect(measured)})")
     notes += untimed
     final = compose(code, facts, kept) if kept else None
     if final is None:
-        yield Final(code, _explain([], alone, notes, 1.0))
+        yield Final(code, explain([], alone, notes, 1.0, tried))
         return
     new_code, flags = final
-    yield Final(new_code, _explain(kept, alone, notes, best), tuple(flags))
+    yield Final(new_code, explain(kept, alone, notes, best, tried), tuple(flags))
+
+
+def _run_block(code: str, facts: Facts, profile: Profile | None) -> Facts:
+    """The block size the profiled run launched, for a kernel of the region whose launches the
+    source does not tell (a run-time block size): what launch_bounds and the block shapes need."""
+    if profile is None or profile.block is None or profile.kernel in facts.block_sizes:
+        return facts
+    if profile.kernel not in {k.name for k in Source(code).kernels()}:
+        return facts
+    return replace(facts, block_sizes={**facts.block_sizes, profile.kernel: profile.block})
+
+
+def _sass_tells(change: Change, large: bool) -> bool:
+    """Whether reading the change's machine code first can save its timing: not for launches
+    (host code), not for flags that change results (the checks, under timing, tell whether
+    they pass), and not for flags on a large translation unit (a compile costs nearly what a
+    timing does there)."""
+    if _host_side(change) or change.numerics:
+        return False
+    return not (large and change.transform is None)
 
 
 def _helped(alone: dict[str, tuple[Change, Measured]]) -> list[tuple[Change, Measured]]:
@@ -319,48 +380,3 @@ def _launches(line: str) -> list[Launch]:
 
 def _words(expression: str) -> set[str]:
     return {w for w in re.findall(r"[A-Za-z_]\w*", expression) if w != "dim3"}
-
-
-def _effect(measured: Measured) -> str:
-    if measured.verdict in ("improved", "no improvement"):
-        return f"{measured.speedup:.3f}x, {measured.verdict}"
-    return f"{measured.verdict}: {measured.why}" if measured.why else measured.verdict
-
-
-CHECKS = (
-    "The speedup is kept only because the project's checks still pass: the numbers and files "
-    "of [check] compared with the original's under its rtol and atol, and the final "
-    "verification's state check under [verify] state_rtol; looser tolerances let more through."
-)
-
-
-def _kind(kept: list[Change]) -> str:
-    """What the first line says first when results change: with code changes, or without."""
-    if not any(c.numerics for c in kept):
-        return ""
-    if any(c.transform is not None for c in kept):
-        return "[code changes + fast math: results change] "
-    return "[fast math, no code change: results change] "
-
-
-def _explain(
-    kept: list[Change], alone: dict[str, tuple[Change, Measured]], notes: list[str], best: float
-) -> str:
-    lines = []
-    if kept:
-        # the first line names the changes: reports (`bench suite`) show it as "what changed"
-        names = " + ".join(c.what for c in kept)
-        lines.append(
-            f"Search policy: {_kind(kept)}{names} ({best:.3f}x measured by benchmark_code)"
-        )
-        lines += [f"Numerics: {c.numerics}. {CHECKS}" for c in kept if c.numerics]
-        lines.append("Changes:")
-        lines += [f"- {c.what}: {_effect(alone[c.name][1])} alone" for c in kept]
-    else:
-        lines.append("Search policy: no change was measured faster; the region is unchanged.")
-    others = [pair for name, pair in alone.items() if name not in {c.name for c in kept}]
-    if others:
-        lines.append("Tried and not kept:")
-        lines += [f"- {change.what}: {_effect(measured)}" for change, measured in others]
-    lines += [f"- {note}" for note in notes]
-    return "\n".join(lines)

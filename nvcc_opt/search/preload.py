@@ -7,8 +7,10 @@ pointer is 16-byte aligned (checked at run time; else one element at a time as b
 same K values cost K/4 (K/2) loads.
 
 It applies where every use of a read-only pointer parameter P (float or double elements; one no
-launch aliases) is a read `P[t]`, as a value, evaluated on every iteration of one loop `for (int
-t = 0; t < K; ++t)` that stands in a block (so the loads go right before it, under the same
+launch aliases) is a read `P[t + c]` (one compile-time c for all, or none), as a value, evaluated
+on every iteration of one loop `for (int t = S; t < E; ++t)` (or `t <= E`; S and E compile-time
+constants, S other than 0 only with a signed counter: `for (int j = -R; j <= R; ++j)` reads
+P[c - R .. c + R]) that stands in a block (so the loads go right before it, under the same
 conditions), K a compile-time constant, the loop's body neither leaving it nor calling anything
 but math functions, and t used only as a value. The loop then reads exactly P[0..K), which is
 what the loads before it read (the vector path only where K is a multiple of the vector width);
@@ -26,6 +28,7 @@ is loud too. The review's inputs: tests/fixtures/unsafe_preload/ and preload_nam
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import tree_sitter
 
@@ -46,10 +49,10 @@ from nvcc_opt.search.read_patterns import (
     bare,
     candidate_kernels,
     compile_time,
+    counted_loop,
     declarations,
     defined_macros,
     every_iteration,
-    full_loop,
     math_call,
     taken_names,
     value_reads,
@@ -76,84 +79,116 @@ def preload_run(code: str, facts: Facts) -> str | None:
                 continue
             if declarations(source, kernel.body, pointer.name):
                 continue
-            found = _run(source, kernel, pointer, local)
-            if found is None or found[0].start_byte in taken:
+            run = _run(source, kernel, pointer, local)
+            if run is None or run.loop.start_byte in taken:
                 continue  # one run per loop: two preloads would edit the same spot
-            loop, bound, reads = found
-            taken.add(loop.start_byte)
-            edits += _edits(source, pointer, loop, bound, reads, used)
+            taken.add(run.loop.start_byte)
+            edits += _edits(source, pointer, run, used)
     return edited(code, source, edits)
 
 
-def _run(
-    source: Source, kernel: Kernel, pointer: PointerParam, local: set[str]
-) -> tuple[tree_sitter.Node, str, list[tree_sitter.Node]] | None:
-    """(the loop, K as written, the reads) when every use of P is `P[t]` in one such loop."""
+@dataclass(frozen=True)
+class Run:
+    """The loop, the number of elements it reads (as written), the first element's index, how a
+    read's index maps into the preloaded array, and the reads."""
+
+    loop: tree_sitter.Node
+    count: str
+    first: str
+    variable: str  # the loop's counter t
+    start: str  # the loop's start: a read `P[t + c]` becomes `held[t - start]`
+    reads: list[tree_sitter.Node]
+
+
+def _run(source: Source, kernel: Kernel, pointer: PointerParam, local: set[str]) -> Run | None:
+    """The run when every use of P is `P[t + c]` (one c, or none) in one counted loop."""
     reads = value_reads(source, kernel, pointer)
-    if reads is None:
+    if not reads:
         return None
-    loops = set()
-    found: tuple[tree_sitter.Node, str] | None = None
+    offsets = set()
+    loop = every_iteration(reads[0])
+    header = None if loop is None else counted_loop(source, kernel, loop)
+    if loop is None or header is None:
+        return None
+    variable, start, bound, operator = header
     for read in reads:
-        loop = every_iteration(read)
-        header = None if loop is None else full_loop(source, kernel, loop)
         indices = read.child_by_field_name("indices")
-        if loop is None or header is None or indices is None or len(indices.named_children) != 1:
+        if every_iteration(read) != loop or indices is None or len(indices.named_children) != 1:
             return None
-        if source.text(bare(indices.named_children[0])) != header[0]:
+        offset = _offset(source, bare(indices.named_children[0]), variable)
+        if offset is None:
             return None
-        loops.add(loop.start_byte)
-        found = (loop, header[1])
-    if found is None or len(loops) != 1:
-        return None
-    loop, bound = found
+        offsets.add(offset)
     body = loop.child_by_field_name("body")
     if loop.parent is None or loop.parent.type != "compound_statement" or body is None:
         return None
     calls = [n for n in walk(body) if n.type == "call_expression"]
-    if not all(math_call(source, n) for n in calls) or not compile_time(bound, local):
+    if not all(math_call(source, n) for n in calls) or len(offsets) != 1:
         return None
-    if FLOATING.search(bound):
+    (offset,) = offsets
+    if not all(compile_time(x, local) and not FLOATING.search(x) for x in (start, bound, offset)):
         return None
-    return loop, bound, reads
+    count = bound if start == "0" and operator == "<" else f"({bound}) - ({start})"
+    if operator == "<=":
+        count += " + 1"
+    first = _sum(start, offset)
+    return Run(loop, count, first, variable, start, reads)
 
 
-def _edits(
-    source: Source,
-    pointer: PointerParam,
-    loop: tree_sitter.Node,
-    bound: str,
-    reads: list[tree_sitter.Node],
-    used: set[str],
-) -> list[Edit]:
-    name, kind = pointer.name, pointer.element
+def _offset(source: Source, index: tree_sitter.Node, variable: str) -> str | None:
+    """c for an index `t`, `t + c`, `c + t` or `t - c` ("0" for `t`); None for anything else."""
+    if source.text(index) == variable:
+        return "0"
+    if index.type != "binary_expression":
+        return None
+    left, right = index.child_by_field_name("left"), index.child_by_field_name("right")
+    operator = index.child_by_field_name("operator")
+    if left is None or right is None or operator is None:
+        return None
+    sign = source.text(operator)
+    if source.text(bare(left)) == variable and sign in ("+", "-"):
+        other = source.text(right)
+        return other if sign == "+" else f"-({other})"
+    if source.text(bare(right)) == variable and sign == "+":
+        return source.text(left)
+    return None
+
+
+def _sum(start: str, offset: str) -> str:
+    if offset == "0":
+        return start
+    return offset if start == "0" else f"({start}) + ({offset})"
+
+
+def _edits(source: Source, pointer: PointerParam, run: Run, used: set[str]) -> list[Edit]:
+    name, kind, loop = pointer.name, pointer.element, run.loop
     vector, width = VECTOR[kind]
     held, v, q = (fresh_name(f"nvcc_opt_{stem}", used) for stem in (name, "v", "q"))
     used |= {held, v, q}
-    count = f"({bound})"
+    count = f"({run.count})"
+    base = name if run.first == "0" else f"({name} + ({run.first}))"
+    span = f"0..{run.count}" if run.first == "0" else f"{run.first}..{run.first} + {run.count}"
     pad = indentation(source, loop).decode()
     pragma = preceding_pragma(loop)
     at = loop if pragma is None else pragma
     fields = " ".join(f"{held}[{width} * {v} + {n}] = {q}.{FIELDS[n]};" for n in range(width))
     lines = [
-        f"// {name}[0..{bound}) read before the loop, {width} at a time where {name} is 16-byte"
+        f"// {name}[{span}) read before the loop, {width} at a time where {name} is 16-byte"
         " aligned",
         f'static_assert({count} > 0 && {count} <= {LONGEST}, "nvcc-opt: a run of 1 to {LONGEST}");',
         f"{kind} {held}[{count}];",
-        f"if ({count} % {width} == 0 && reinterpret_cast<unsigned long long>({name}) % 16 == 0) {{",
+        f"if ({count} % {width} == 0 && reinterpret_cast<unsigned long long>({base}) % 16 == 0) {{",
         f"  for (int {v} = 0; {v} < {count} / {width}; ++{v}) {{",
-        f"    const {vector} {q} = reinterpret_cast<const {vector}*>({name})[{v}];",
+        f"    const {vector} {q} = reinterpret_cast<const {vector}*>({base})[{v}];",
         f"    {fields}",
         "  }",
         "} else {",
-        f"  for (int {v} = 0; {v} < {count}; ++{v}) {held}[{v}] = {name}[{v}];",
+        f"  for (int {v} = 0; {v} < {count}; ++{v}) {held}[{v}] = {base}[{v}];",
         "}",
     ]
     text = "\n".join(lines[:1] + [pad + line for line in lines[1:]])
     edits = [Edit(at.start_byte, at.start_byte, (text + "\n" + pad).encode())]
-    for read in reads:
-        indices = read.child_by_field_name("indices")
-        assert indices is not None
-        index = source.text(indices.named_children[0])
+    index = run.variable if run.start == "0" else f"{run.variable} - ({run.start})"
+    for read in run.reads:
         edits.append(Edit(read.start_byte, read.end_byte, f"{held}[{index}]".encode()))
     return edits

@@ -65,6 +65,7 @@ REFUSED_WORDS = re.compile(
     r"\b(__shared__|__syncthreads|__syncwarp|asm|__trap|assert|constexpr|volatile)\b"
 )
 LOOP_TYPE = re.compile(r"(unsigned |signed )?(int|long|long long)|unsigned|size_t|u?int(32|64)_t")
+SIGNED = re.compile(r"(signed )?(int|long|long long)|int(32|64)_t")
 
 
 def candidate_kernels(source: Source, facts: Facts) -> list[Kernel]:
@@ -195,6 +196,18 @@ def every_iteration(read: tree_sitter.Node) -> tree_sitter.Node | None:
 def full_loop(source: Source, kernel: Kernel, loop: tree_sitter.Node) -> tuple[str, str] | None:
     """(d, C as written) for `for (int d = 0; d < C; ++d)` whose body neither leaves nor
     touches d other than as a value, d declared nowhere else."""
+    found = counted_loop(source, kernel, loop)
+    if found is None or found[1] != "0" or found[3] != "<":
+        return None
+    return found[0], found[2]
+
+
+def counted_loop(
+    source: Source, kernel: Kernel, loop: tree_sitter.Node
+) -> tuple[str, str, str, str] | None:
+    """(d, S, E, "<" or "<=") as written for `for (int d = S; d < E; ++d)` (or `d <= E`) whose
+    body neither leaves nor touches d other than as a value, d declared nowhere else, S and E
+    free of calls; a start other than 0 only with a signed counter (-R cannot wrap)."""
     variable = unit_loop(source, loop)
     init = loop.child_by_field_name("initializer")
     condition = loop.child_by_field_name("condition")
@@ -203,21 +216,23 @@ def full_loop(source: Source, kernel: Kernel, loop: tree_sitter.Node) -> tuple[s
         return None
     declarator = init.child_by_field_name("declarator")
     start = None if declarator is None else declarator.child_by_field_name("value")
-    if declarator is None or not LOOP_TYPE.fullmatch(
-        " ".join(source.data[init.start_byte : declarator.start_byte].decode().split())
-    ):
+    kind = b"" if declarator is None else source.data[init.start_byte : declarator.start_byte]
+    counter = " ".join(kind.decode().split())
+    if declarator is None or not LOOP_TYPE.fullmatch(counter):
         return None  # a narrow counter could wrap before reaching C
     operator = condition.child_by_field_name("operator")
     bound = condition.child_by_field_name("right")
-    if start is None or source.text(start) != "0" or operator is None or bound is None:
+    if start is None or operator is None or bound is None or not _signed_pure(start):
         return None
-    if source.text(operator) != "<" or not pure(bound):
+    if source.text(start) != "0" and not SIGNED.fullmatch(counter):
+        return None
+    if source.text(operator) not in ("<", "<=") or not pure(bound):
         return None
     if len(declarations(source, kernel.body, variable)) != 1:
         return None
     if not value_only(source, body, variable) or any(n.type in LEAVES for n in walk(body)):
         return None
-    return variable, source.text(bound)
+    return variable, source.text(start), source.text(bound), source.text(operator)
 
 
 def declarations(source: Source, body: tree_sitter.Node, name: str) -> list[tree_sitter.Node]:
@@ -322,6 +337,18 @@ def names_in(text: str) -> set[str]:
 
 def pure(node: tree_sitter.Node) -> bool:
     return all(n.type in PURE or not n.is_named for n in walk(node))
+
+
+def _signed_pure(node: tree_sitter.Node) -> bool:
+    """`pure`, negation allowed (a loop from -R)."""
+    for n in walk(node):
+        if n.type == "unary_expression":
+            operator = n.child_by_field_name("operator")
+            if operator is None or operator.type not in ("-", "+"):
+                return False
+        elif n.is_named and n.type not in PURE:
+            return False
+    return True
 
 
 def bare(node: tree_sitter.Node) -> tree_sitter.Node:
