@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import re
 import shlex
 import shutil
 import sqlite3
@@ -165,21 +166,37 @@ def moves(rewrite: Rewrite) -> list[tuple[RewriteState, RewriteState]]:
     return [(d.from_state, d.to_state) for d in rewrite.decisions]
 
 
-def check_processes(root: Path, launchers: list[Done], others: list[Done]) -> None:
+# The designed answer to a lock held a whole COMPILE_TIMEOUT_S with no commit in between (seen
+# once in CI on a loaded 2-core machine, while a review command held it): the compile goes on,
+# unrecorded, with this one line. Anything else on a launcher's stderr fails the test.
+UNRECORDED = re.compile(
+    rb"nvcc-opt: could not record this compile in \S+ \(.*database is locked\)\n"
+)
+
+
+def check_processes(root: Path, launchers: list[Done], others: list[Done]) -> set[int]:
+    """The launchers whose compile went unrecorded (saying so); every other check holds."""
+    unrecorded = set()
     for i, (code, out, err) in enumerate(launchers):
+        if err and UNRECORDED.fullmatch(err):
+            unrecorded.add(i)
+            err = b""
         assert (code, out, err) == (0, b"", b""), f"launcher {i}"
         dep = (root / "obj" / f"k{i}.o.d").read_text()
         assert f"src/k{i}.cu" in dep and ".nvcc-opt" not in dep and dep.count(".stamp") == 1
+    assert len(unrecorded) <= len(launchers) // 8, f"{len(unrecorded)} compiles not recorded"
     for code, _out, err in others:
         assert (code, err) == (0, b""), err.decode()
     imported_lines = b"".join(out for _, out, _ in others[-2:]).splitlines()
     assert sum(b" imported " in line for line in imported_lines) == len(IMPORTED)
     assert sum(b" already present " in line for line in imported_lines) == len(IMPORTED)
+    return unrecorded
 
 
-def check_regions(root: Path, regions: list[RegionRecord]) -> None:
-    """Each launcher's file once, with exactly its own compile."""
-    files = [str(root / "src" / f"k{i}.cu") for i in range(LAUNCHERS)]
+def check_regions(root: Path, regions: list[RegionRecord], unrecorded: set[int]) -> None:
+    """Each launcher's file once (but those that said they went unrecorded), with exactly its
+    own compile."""
+    files = [str(root / "src" / f"k{i}.cu") for i in range(LAUNCHERS) if i not in unrecorded]
     assert sorted(r.file for r in regions) == sorted(files)
     for region in regions:
         wanted = root / "obj" / (Path(region.file).stem + ".o")
@@ -210,11 +227,11 @@ def test_parallel_build_with_import_and_review(tmp_path: Path, exe: str, store_e
     ids = pre_import(store_env, tmp_path)
     launchers, others = run_build(tmp_path, exe, fake, gate, ids)
 
-    check_processes(tmp_path, launchers, others)
+    unrecorded = check_processes(tmp_path, launchers, others)
     with Store.open(store_env) as store:
         regions = store.regions()
         rewrites = store.rewrites()
-    check_regions(tmp_path, regions)
+    check_regions(tmp_path, regions, unrecorded)
     check_rewrites(rewrites)
     records = [c.last_seen for r in regions for c in r.compiles]
     decisions = [d.at for r in rewrites for d in r.decisions]
