@@ -115,3 +115,35 @@ def test_a_spec_that_names_no_pool_is_one_clear_error(spec: str, words: str) -> 
     message = str(caught.value)
     assert words in message and "\n" not in message
     assert "parsl:PATH" in message or "local:N" in message
+
+
+def test_each_on_a_gpu_keeps_order_and_never_shares_a_gpu() -> None:
+    """The one GPU scheduler (optimize, bench, train, the RAJAPerf protocol): results in the
+    items' order, at most one job per GPU at once, all GPUs used; without GPUs, in this thread."""
+    import threading
+    import time
+
+    from nvcc_opt.pool.gpu_queue import each_on_a_gpu
+
+    busy: dict[str, int] = {}
+    worst: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def work(item: int, gpu: str | None) -> tuple[int, str | None]:
+        assert gpu is not None
+        with lock:
+            busy[gpu] = busy.get(gpu, 0) + 1
+            worst[gpu] = max(worst.get(gpu, 0), busy[gpu])
+        time.sleep(0.02)
+        with lock:
+            busy[gpu] -= 1
+        return item, gpu
+
+    done = each_on_a_gpu(list(range(12)), ["0", "1", "2"], work)
+    assert [item for item, _ in done] == list(range(12))
+    assert worst == {"0": 1, "1": 1, "2": 1}
+    here = threading.get_ident()
+    assert each_on_a_gpu([1, 2], [], lambda i, g: (i, g, threading.get_ident() == here)) == [
+        (1, None, True),
+        (2, None, True),
+    ]

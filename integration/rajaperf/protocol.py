@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import shutil
 import signal
 import subprocess
@@ -22,7 +21,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -36,6 +34,7 @@ from nvcc_opt.bench.results import paper_speedup as report_paper_speedup
 from nvcc_opt.bench.suite import machine
 from nvcc_opt.bench.summary import model_slug, rows_for, summarize
 from nvcc_opt.paths import store_path
+from nvcc_opt.pool.gpu_queue import each_on_a_gpu
 
 APP = "RAJAPerf"
 NO_TOOLS_FLAG = "--no-tools"
@@ -164,24 +163,17 @@ def optimize_all(
     """The runs of `todo`, each saved as it ends (so an interrupted protocol resumes): one at a
     time, or with `options.gpus` one per GPU at once, each optimize given its GPU."""
     lock = threading.Lock()
-    free: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-    for gpu in options.gpus or (None,):
-        free.put(gpu)
 
-    def one(kernel: Kernel, n: int, path: Path) -> KernelRun:
-        gpu = free.get()
-        try:
-            with lock:
-                say(f"{kernel.full_name} run {n}: optimizing" + (f" on GPU {gpu}" if gpu else ""))
-            result = optimize_once(options, kernel, n, command, gpu)
-            save_run(path, result)
-            return result
-        finally:
-            free.put(gpu)
+    def one(job: tuple[Kernel, int, Path], gpu: str | None) -> KernelRun:
+        kernel, n, path = job
+        with lock:
+            say(f"{kernel.full_name} run {n}: optimizing" + (f" on GPU {gpu}" if gpu else ""))
+        result = optimize_once(options, kernel, n, command, gpu)
+        save_run(path, result)
+        return result
 
-    with ThreadPoolExecutor(max_workers=max(1, len(options.gpus))) as pool:
-        futures = {(k.full_name, n): pool.submit(one, k, n, path) for k, n, path in todo}
-        return {key: future.result() for key, future in futures.items()}
+    results = each_on_a_gpu(todo, options.gpus, one)
+    return {(k.full_name, n): result for (k, n, _), result in zip(todo, results, strict=True)}
 
 
 def chosen_kernels(options: Options) -> list[Kernel]:

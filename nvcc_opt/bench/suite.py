@@ -26,7 +26,6 @@ are `results.py`'s, `summary.py`'s and `render.py`'s.
 
 from __future__ import annotations
 
-import queue
 import shutil
 import socket
 import subprocess
@@ -42,6 +41,7 @@ from nvcc_opt.bench.options import Options
 from nvcc_opt.bench.render import free_stem
 from nvcc_opt.bench.results import INTERRUPTED, AppRun, Report, short_reason
 from nvcc_opt.bench.summary import failed_runs, model_slug, rows_for, summarize
+from nvcc_opt.pool.gpu_queue import GpuQueue
 
 GPU_QUERY = ("nvidia-smi", "--query-gpu=index", "--format=csv,noheader")
 
@@ -171,9 +171,7 @@ def run_jobs(
     comes more than `options.start_within_s` after the start. `on_done` sees each run as it
     ends, in its worker thread (a caller that records runs as they finish resumes after a
     stop)."""
-    free: queue.Queue[str | None] = queue.Queue()
-    for gpu in options.gpus or (None,):
-        free.put(gpu)
+    free: GpuQueue[str | None] = GpuQueue(options.gpus or (None,))
     stop = threading.Event()
     began = time.monotonic()
     within = options.start_within_s
@@ -181,20 +179,16 @@ def run_jobs(
     def on_a_free_gpu(app: Path, run: int) -> AppRun | None:
         if stop.is_set():
             return None
-        gpu = free.get()
-        if within is not None and time.monotonic() - began > within:
-            free.put(gpu)
-            return None  # too late to begin: the report lists the app as not started
-        try:
+        with free.taken() as gpu:
+            if within is not None and time.monotonic() - began > within:
+                return None  # too late to begin: the report lists the app as not started
             say = _prefixed(echo, f"[{app.name} run {run}/{options.runs}]")
             result = run_app(app, run, options, base, say, gpu, stop)
             if on_done is not None:
                 on_done(app, run, result)
             return result
-        finally:
-            free.put(gpu)
 
-    with ThreadPoolExecutor(max_workers=free.qsize(), thread_name_prefix="bench") as pool:
+    with ThreadPoolExecutor(max_workers=free.size, thread_name_prefix="bench") as pool:
         futures = [pool.submit(on_a_free_gpu, app, run) for app, run in jobs]
         try:
             return [f.result() for f in futures], False

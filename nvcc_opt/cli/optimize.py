@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import queue
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import click
@@ -18,6 +16,7 @@ from nvcc_opt.agent.prompt import PromptError
 from nvcc_opt.cli.common import open_store
 from nvcc_opt.config import ConfigError, ProjectConfig, find_root, load
 from nvcc_opt.optimize import CannotRun, RegionResult, no_gpu_here, optimize_region
+from nvcc_opt.pool.gpu_queue import each_on_a_gpu
 from nvcc_opt.records import RewriteState
 from nvcc_opt.store.api import Store
 from nvcc_opt.toolbox.schema import ToolError
@@ -219,26 +218,8 @@ def _run_all(
     one: Callable[[Region, str | None], RegionResult | None],
 ) -> list[RegionResult | None]:
     """One region after another; with --gpus, as many at once as GPUs, one GPU each."""
-    if not gpus:
-        return [one(region, None) for region in targets]
-    free: queue.Queue[str] = queue.Queue()
-    for gpu in (g.strip() for g in gpus.split(",") if g.strip()):
-        free.put(gpu)
-
-    def on_a_free_gpu(region: Region) -> RegionResult | None:
-        gpu = free.get()
-        try:
-            return one(region, gpu)
-        finally:
-            free.put(gpu)
-
-    with ThreadPoolExecutor(max_workers=free.qsize()) as pool:
-        futures = [pool.submit(on_a_free_gpu, region) for region in targets]
-        try:
-            return [f.result() for f in futures]
-        except KeyboardInterrupt:
-            pool.shutdown(cancel_futures=True)
-            raise
+    ids = [g.strip() for g in (gpus or "").split(",") if g.strip()]
+    return each_on_a_gpu(targets, ids, one)
 
 
 def _say(result: RegionResult, say: Callable[[str], None]) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import queue
 import shutil
 import time
 import tomllib
@@ -31,6 +30,7 @@ from nvcc_opt.bench.suite import listed_gpus
 from nvcc_opt.config import ConfigError, ProjectConfig, Settings
 from nvcc_opt.config.errors import describe, describe_toml_error
 from nvcc_opt.paths import CONFIG_NAME
+from nvcc_opt.pool.gpu_queue import GpuQueue
 from nvcc_opt.verify.measure import Build, check, run_once
 from nvcc_opt.workspace.diagnostics import trim_errors
 from nvcc_opt.workspace.runner import ProcessRunner, Runner
@@ -219,20 +219,15 @@ def build_then_run(
     """Each problem built (`jobs` builds at once) and then, with `run`, run on a GPU of its own
     (one run per GPU at once, `run` gets the GPU id): (problem, what the last step returned, or
     the AppFailed it raised), in the order they finish. Builds never wait for a GPU."""
-    free: queue.Queue[str] = queue.Queue()
-    for gpu in gpus or ("0",):
-        free.put(gpu)
+    free: GpuQueue[str] = GpuQueue(gpus or ("0",))
 
     def on_a_gpu(problem: Problem, built: Built) -> T:
         assert run is not None
-        gpu = free.get()  # one worker per GPU: one is always free here
-        try:
+        with free.taken() as gpu:  # one worker per GPU: one is always free here
             return run(problem, built, gpu)
-        finally:
-            free.put(gpu)
 
     builds = ThreadPoolExecutor(max(1, jobs))
-    runs = ThreadPoolExecutor(free.qsize())
+    runs = ThreadPoolExecutor(free.size)
     waiting: dict[Future[Any], Problem] = {builds.submit(build, p): p for p in problems}
     finished = False
     try:
