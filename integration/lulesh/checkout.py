@@ -7,10 +7,10 @@ refused with one line that names the layout found.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from integration.gitcommit import own_commit
 from integration.lulesh.output import KERNEL
 
 SOURCES = ("allocator.cu", "lulesh.cu", "lulesh-comms.cu", "lulesh-comms-gpu.cu")
@@ -60,7 +60,7 @@ def find(path: Path) -> Checkout:
             f"{src / 'lulesh.cu'}: prints no {', '.join(repr(p) for p in unprinted)}: another "
             f"version's output; expected {EXPECTED}"
         )
-    return Checkout(path, src, _commit(path))
+    return Checkout(path, src, own_commit(path))
 
 
 def _layout(path: Path) -> str:
@@ -71,14 +71,3 @@ def _layout(path: Path) -> str:
         return "a cuda/ folder without src/lulesh.cu"
     names = sorted(p.name for p in path.iterdir())[:8]
     return f"no lulesh.cu (holds {', '.join(names) or 'nothing'})"
-
-
-def _commit(path: Path) -> str:
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return done.stdout.strip() if done.returncode == 0 else ""

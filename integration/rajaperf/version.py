@@ -9,9 +9,10 @@ a warning that the fixes may not be the ones it needs).
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from integration.gitcommit import own_commit
 
 # version -> where its fixes were found (fixes.py); the kernels table (kernels.py) is that version's
 KNOWN = {
@@ -58,21 +59,6 @@ def _declared(cmakelists: Path, prefix: str) -> str:
     return ".".join(parts)
 
 
-def _commit(root: Path) -> str:
-    """HEAD of the checkout's own repository ("" when it has none: a parent's is not its)."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"],
-            capture_output=True, text=True, timeout=30, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    lines = done.stdout.split()
-    if done.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != root.resolve():
-        return ""
-    return lines[1] if re.fullmatch(r"[0-9a-f]{40}", lines[1]) else ""
-
-
 def detect(root: Path) -> Version:
     """The checkout's version; VersionError when `root` is not a RAJAPerf checkout at all or
     its submodules are missing."""
@@ -90,7 +76,7 @@ def detect(root: Path) -> Version:
             f"{root}: submodule(s) {', '.join(absent)} missing; run"
             " `git submodule update --init --recursive` in the checkout"
         )
-    return Version(suite, _commit(root), _declared(root / SUBMODULES["RAJA"], "RAJA"))
+    return Version(suite, own_commit(root), _declared(root / SUBMODULES["RAJA"], "RAJA"))
 
 
 def check_known(version: Version, force: bool) -> str | None:
