@@ -142,6 +142,7 @@ def main() -> int:
                 jobs, catalogs = toolbox_jobs(options, pool)
             rounds: dict[str, list[float]] = {"serial": [], "pool": []}
             waits: dict[str, list[float]] = {"serial": [], "pool": []}
+            held: dict[str, list[float]] = {"serial": [], "pool": []}
             call_s: list[float] = []
             outputs: list[str] = []
             for r in range(options.rounds):
@@ -151,6 +152,7 @@ def main() -> int:
                     wall, results = run_round(chosen, jobs, f"{r}-{which}")
                     rounds[which].append(wall)
                     waits[which].append(sum(t.gpu_wait_s for t in results))
+                    held[which].append(sum(t.gpu_held_s for t in results))
                     call_s += [t.wall_s for t in results]
                     outputs += [t.value for t in results]
                     print(f"round {r} {which:>6}: {wall:8.2f} s", flush=True)
@@ -172,6 +174,12 @@ def main() -> int:
         "serial_s": rounds["serial"],
         "pool_s": rounds["pool"],
         "gpu_wait_s": waits,
+        "gpu_held_s": held,
+        # the share of a round's wall time no call held the GPU (leases never overlap on one GPU)
+        "gpu_idle_share": {
+            k: [max(0.0, 1 - h / w) for h, w in zip(held[k], rounds[k], strict=True) if w > 0]
+            for k in rounds
+        },
         "median_call_s": statistics.median(call_s),
         "failed_calls": sum(text.startswith(ERROR) for text in outputs),  # tool errors
         "sample_output": outputs[0][:400] if outputs else "",

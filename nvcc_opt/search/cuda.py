@@ -3,6 +3,9 @@
 
 Offsets are byte offsets into the UTF-8 encoding of the code. Anything the grammar could not parse
 (an ERROR or MISSING node inside a kernel) makes that kernel opaque: no transform touches it.
+Preprocessor conditionals are parsed as one branch of each group (`conditionals.view`: the other
+branches and the directive lines blanked, offsets kept); node text is the original's, and an
+edit that would change a blanked byte is refused (`edited`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from functools import lru_cache
 
 import tree_sitter
 import tree_sitter_cuda
+
+from nvcc_opt.search.conditionals import preserved, view
 
 # Element types __ldg has overloads for (CUDA C++ Programming Guide, read-only data cache load).
 LDG_TYPES = frozenset(
@@ -73,7 +78,8 @@ class Source:
     def __init__(self, code: str) -> None:
         self.code = code
         self.data = code.encode("utf-8")
-        self.tree = _parser().parse(self.data)
+        self.view = view(self.data)  # one branch of each preprocessor conditional
+        self.tree = _parser().parse(self.view.data)
         self.root = self.tree.root_node
 
     def text(self, node: tree_sitter.Node) -> str:
@@ -221,13 +227,16 @@ def apply(code: str, edits: Iterable[Edit]) -> str:
 
 
 def edited(code: str, source: Source, edits: list[Edit]) -> str | None:
-    """`code` with `edits` applied, or None when there are none, they overlap, or the result
-    parses worse than `source` (a transform never makes the parse worse)."""
+    """`code` with `edits` applied, or None when there are none, they overlap, they change a
+    preprocessor directive or a branch the parse did not see, or the result parses worse than
+    `source` (a transform never makes the parse worse)."""
     if not edits:
         return None
     try:
         new = apply(code, edits)
     except ParseError:
+        return None
+    if not preserved(code.encode("utf-8"), new.encode("utf-8")):
         return None
     return new if Source(new).errors() <= source.errors() else None
 

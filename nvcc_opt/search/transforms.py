@@ -9,6 +9,7 @@ or `__ldg` on pointers that a launch passes twice, or that the kernel writes thr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ from nvcc_opt.search import (
     vector_loads,
     warp_rows,
 )
+from nvcc_opt.search.conditionals import preserved
 from nvcc_opt.search.kernel_facts import Facts
 
 __all__ = ["BY_NAME", "TRANSFORMS", "Facts", "Transform"]
@@ -39,6 +41,25 @@ class Transform:
     apply: Callable[[str, Facts], str | None]
     group: str | None = None  # transforms of one group exclude each other (the block shape)
     host_side: bool = False  # changes host code (launches), which the kernels' SASS cannot show
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "apply", _keeping_conditionals(self.apply))
+
+
+def _keeping_conditionals(
+    rewrite: Callable[[str, Facts], str | None],
+) -> Callable[[str, Facts], str | None]:
+    """`rewrite`, with any result that changes a preprocessor directive or a branch the parse
+    did not see dropped (conditionals.preserved), whichever way the transform built it."""
+
+    @functools.wraps(rewrite)
+    def apply(code: str, facts: Facts) -> str | None:
+        new = rewrite(code, facts)
+        if new is None or not preserved(code.encode("utf-8"), new.encode("utf-8")):
+            return None
+        return new
+
+    return apply
 
 
 TRANSFORMS: tuple[Transform, ...] = (

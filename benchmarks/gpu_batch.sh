@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# GPU measurements as one background batch that outlives a device call (as gpu_queue.sh does for
+# the suite): the machine keeps a process that started its own session (setsid) until it goes
+# back, so `start` runs the parts one after the other in the background and each call only waits
+# and collects. Parts (PARTS, in order):
+#   pool     issue 17: benchmarks/pool_rollout.py, K=POOL_K (12) benchmark_code calls on the
+#            example's smooth_kernel, serial (trl's way) vs the local pool, POOL_ROUNDS (1);
+#   example  issue 19: `nvcc-opt optimize --model search` on the example's regions (EXAMPLE_REGIONS)
+#            through its real build, with the verified rewrites' explanations;
+#   lulesh   issue 18/19: `python -m integration.lulesh table` on .lulesh (a carried copy of the
+#            user's LULESH 2.0.2-dev checkout) with the search policy, LULESH_SIZE (120),
+#            LULESH_ITERS (400), LULESH_PAIRS (5).
+# Usage (from the repository root, .whl and the data folders carried):
+#   PARTS="pool example" bash benchmarks/gpu_batch.sh start && bash benchmarks/gpu_batch.sh wait 540
+#   bash benchmarks/gpu_batch.sh wait 560          # back to back, within 30 s of the last call
+#   bash benchmarks/gpu_batch.sh stop              # the last call: ends the part in flight
+# Once a batch has ended, `start` may begin another on the same warm machine (its results add to
+# /tmp/b/res), with the tree the new call carried.
+# Every call packs what finished (/tmp/b/res: logs, JSON, Markdown) into $OUT/batch.tar.gz.
+set -uo pipefail
+B=/tmp/b
+OUT="${OUT:-$PWD/gpu-out}"
+mkdir -p "$OUT" "$B/res"
+
+pack() {
+  tar -czf "$OUT/batch.tar.gz" -C "$B" res
+  cp "$B/batch.log" "$OUT/batch.log" 2>/dev/null
+  echo "packed: $(cd "$B/res" && ls | tr '\n' ' ')"
+  tail -25 "$B/batch.log" 2>/dev/null
+}
+ended() { [ -e "$B/ended" ]; }
+started_here() {
+  [ -e "$B/started" ] && return 0
+  echo "no batch on this machine: it went back since the start; start again with the parts left" >&2
+  return 1
+}
+
+case "${1:-}" in
+start)
+  # a batch that ended may be followed by another on the same warm machine (newer tree, parts)
+  [ -e "$B/started" ] && ! ended && { echo "a batch is running"; exit 1; }
+  rm -f "$B/started" "$B/ended" "$B/stop" "$B/part.pid"
+  rm -rf "$B/repo" && mkdir -p "$B/repo"
+  tar --exclude=./.git --exclude=./.venv -cf - . | tar -xf - -C "$B/repo"
+  cd "$B/repo" || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+  mkdir -p /tmp/bin
+  printf '#!%s\nfrom nvcc_opt.entry import main\nmain()\n' "$(command -v python3)" >/tmp/bin/nvcc-opt
+  chmod +x /tmp/bin/nvcc-opt
+  { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nvcc --version | tail -2
+    cmake --version | head -1; python3 --version; nproc; command -v ncu nsys; } >"$B/res/machine.txt" 2>&1
+  touch "$B/started"
+  PARTS="${PARTS:-pool example lulesh}" setsid nohup bash "$B/repo/benchmarks/gpu_batch_parts.sh" \
+    >"$B/batch.log" 2>&1 </dev/null &
+  sleep 2
+  echo "batch started: ${PARTS:-pool example lulesh}"
+  ;;
+wait)
+  started_here || exit 1
+  limit="${2:-540}"
+  waited=0
+  while ! ended && [ "$waited" -lt "$limit" ]; do sleep 5; waited=$((waited + 5)); done
+  pack
+  ;;
+stop)
+  started_here || exit 1
+  touch "$B/stop"
+  if ! ended && [ -e "$B/part.pid" ]; then
+    kill -INT -- "-$(cat "$B/part.pid")" 2>/dev/null || kill -INT "$(cat "$B/part.pid")" 2>/dev/null
+    for _ in $(seq 1 12); do ended && break; sleep 5; done
+  fi
+  pack
+  ;;
+*)
+  echo "usage: gpu_batch.sh start | wait SECONDS | stop  (PARTS=\"pool example lulesh\")" >&2
+  exit 2
+  ;;
+esac

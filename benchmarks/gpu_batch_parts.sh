@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The parts of gpu_batch.sh, run in the background from its copy of the tree (/tmp/b/repo).
+set -uo pipefail
+B=/tmp/b
+R="$B/res"
+cd "$B/repo" || exit 1
+export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 PATH="/tmp/bin:$PATH" XDG_CACHE_HOME=/tmp/cache
+step() { printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
+stopped() { [ -e "$B/stop" ]; }
+# A part runs in its own process group, so `stop` can end it with everything it started.
+part() {
+  local name="$1"; shift
+  stopped && { echo "stopped before $name"; return; }
+  step "$name"
+  setsid bash -c "$*" >"$R/$name.log" 2>&1 &
+  echo $! >"$B/part.pid"
+  wait $!
+  echo "   $name: exit $? ($(date +%T))"
+  tail -4 "$R/$name.log"
+}
+example() {  # a fresh copy of the example, configured and built through the launcher (store in it)
+  rm -rf "$1" && cp -r examples/saxpy-stencil "$1"
+  NVCC_OPT_STORE="$1/store.db" cmake -S "$1" -B "$1/build" -G Ninja \
+    -DCMAKE_CUDA_COMPILER_LAUNCHER=/tmp/bin/nvcc-opt -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+  NVCC_OPT_STORE="$1/store.db" cmake --build "$1/build" -j 16 >/dev/null
+}
+
+for p in ${PARTS:-pool example lulesh}; do
+  case "$p" in
+  pool)
+    example /tmp/pool-ex
+    part pool "NVCC_OPT_STORE=/tmp/pool-ex/store.db python3 benchmarks/pool_rollout.py --jobs toolbox \
+      --root /tmp/pool-ex --region /tmp/pool-ex/src/stencil.cu:smooth_kernel --tool benchmark_code \
+      --calls ${POOL_K:-12} --rounds ${POOL_ROUNDS:-1} --out $R/pool_rollout-h200-benchmark_code.json"
+    ;;
+  example)
+    example /tmp/ex
+    part example "cd /tmp/ex && NVCC_OPT_STORE=/tmp/ex/store.db nvcc-opt optimize --model \"${EXAMPLE_MODEL:-search}\" \
+      --json ${EXAMPLE_REGIONS:-} >$R/example-optimize.json; rc=\$?; \
+      NVCC_OPT_STORE=/tmp/ex/store.db nvcc-opt review --list >$R/example-review.txt 2>&1; \
+      cp -r /tmp/ex/traces $R/example-traces 2>/dev/null; exit \$rc"
+    ;;
+  lulesh)
+    part lulesh "python3 -m integration.lulesh table .lulesh --model search \
+      --size ${LULESH_SIZE:-120} --iters ${LULESH_ITERS:-400} --pairs ${LULESH_PAIRS:-5} \
+      --work /tmp/lulesh --out $R/lulesh-table; \
+      cp /tmp/lulesh/store.db $R/lulesh-store.db 2>/dev/null; true"
+    ;;
+  *) echo "unknown part $p" ;;
+  esac
+done
+step ended
+touch "$B/ended"
