@@ -231,8 +231,104 @@ def test_nsys_kernel_summary_is_read() -> None:
         timing.kernel_total_ms(csv_text.replace(KERNEL, "Other_kernel"))
 
 
-def test_kernel_note_says_nsys_is_missing() -> None:
-    assert timing.kernel_note(None) == "not measured: nsys (Nsight Systems) is not on PATH"
+NEITHER = "not measured: neither nsys (Nsight Systems) nor ncu (Nsight Compute) is on PATH"
+
+# What ncu 2025 prints for ncu_command: the program's output, ==PROF== lines, then one CSV row
+# per profiled launch and metric. A second kernel (as a wider -k regex would let through) and a
+# demangled name with parameters; values in base units, one with a thousands separator.
+NCU_HEADER = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+    '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
+)
+
+
+def _ncu_row(launch: int, kernel: str, unit: str, value: str) -> str:
+    return (
+        f'"{launch}","4242","lulesh","127.0.0.1","{kernel}","1","7","(64, 1, 1)",'
+        f'"(27000, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum",'
+        f'"{unit}","{value}"'
+    )
+
+
+NCU_OUTPUT = "\n".join([
+    "==PROF== Connected to process 4242 (/work/bin/lulesh-baseline)",
+    "Running until t=0.010000, Problem size=45x45x45",
+    f'==PROF== Profiling "{KERNEL}" - 0: 0%....50%....100% - 1 pass',
+    '==PROF== Profiling "CalcMonotonicQRegionForElems_kernel" - 1: 0%....50%....100% - 1 pass',
+    f'==PROF== Profiling "{KERNEL}" - 2: 0%....50%....100% - 1 pass',
+    BASE_OUTPUT,
+    "==PROF== Disconnected from process 4242",
+    NCU_HEADER,
+    _ncu_row(0, f"{KERNEL}(int, int, double, const int *, const double *)", "nsecond", "1,250"),
+    _ncu_row(1, "CalcMonotonicQRegionForElems_kernel(double, double)", "nsecond", "99,999,999"),
+    _ncu_row(2, f"{KERNEL}(int, int, double, const int *, const double *)", "nsecond", "1750"),
+    "",
+])  # fmt: skip
+
+
+def test_ncu_csv_is_read_as_the_mean_per_launch_of_the_kernel_only() -> None:
+    assert timing.kernel_mean_ms(NCU_OUTPUT) == pytest.approx(1.5e-3)
+    # ==PROF== lines on stderr, the CSV on stdout: read together, as ncu_kernel_ms does.
+    prof = "\n".join(ln for ln in NCU_OUTPUT.splitlines() if ln.startswith("==PROF=="))
+    rest = "\n".join(ln for ln in NCU_OUTPUT.splitlines() if not ln.startswith("==PROF=="))
+    assert timing.kernel_mean_ms(f"{rest}\n{prof}") == pytest.approx(1.5e-3)
+    templated = NCU_OUTPUT.replace(f"{KERNEL}(int", f"{KERNEL}<double>(int")
+    assert timing.kernel_mean_ms(templated) == pytest.approx(1.5e-3)
+
+
+@pytest.mark.parametrize(
+    ("unit", "value", "ms"),
+    [
+        ("nsecond", "2,500", 2.5e-3), ("ns", "2500", 2.5e-3), ("usecond", "2.5", 2.5e-3),
+        ("us", "1,234.5", 1.2345), ("msecond", "2.5", 2.5), ("ms", "0.5", 0.5),
+        ("second", "0.002", 2.0),
+    ],
+)  # fmt: skip
+def test_ncu_time_units_are_converted_to_ms(unit: str, value: str, ms: float) -> None:
+    text = "\n".join([NCU_HEADER, _ncu_row(0, KERNEL, unit, value)])
+    assert timing.kernel_mean_ms(text) == pytest.approx(ms)
+
+
+def test_ncu_output_without_the_kernels_row_is_an_error() -> None:
+    other = NCU_OUTPUT.replace(KERNEL, "CalcKinematicsAndMonotonicQGradient_kernel2")
+    with pytest.raises(
+        OutputError, match=f"ncu printed no gpu__time_duration.sum row for {KERNEL}"
+    ):
+        timing.kernel_mean_ms(other)
+    with pytest.raises(OutputError, match="did the run launch it"):
+        timing.kernel_mean_ms(BASE_OUTPUT)
+    refused = "==PROF== Connected to process 1\n==ERROR== ERR_NVGPUCTRPERM - no permission\n"
+    with pytest.raises(OutputError, match="ERR_NVGPUCTRPERM"):
+        timing.kernel_mean_ms(refused + BASE_OUTPUT)
+
+
+def test_ncu_command_profiles_only_a_window_of_the_kernels_launches() -> None:
+    argv = ["/w/bin/lulesh-baseline", "-s", "120"]
+    assert timing.ncu_command("/opt/ncu", argv) == [
+        "/opt/ncu", "--csv", "--print-units", "base", "--metrics", "gpu__time_duration.sum",
+        "-k", f"regex:^{KERNEL}$", "--launch-skip", str(timing.NCU_LAUNCH_SKIP),
+        "--launch-count", str(timing.NCU_LAUNCH_COUNT), *argv,
+    ]  # fmt: skip
+    assert timing.NCU_LAUNCH_SKIP >= 1 and 10 <= timing.NCU_LAUNCH_COUNT <= 100
+
+
+def test_kernel_note_names_the_tool_or_says_neither_is_there() -> None:
+    assert timing.kernel_note(None).startswith(NEITHER)
+    with_ncu = timing.kernel_note(timing.Profiler("ncu", "/usr/bin/ncu"))
+    for words in ("ncu", "per launch", "serialization", "base clocks", "cache control",
+                  "baseline and optimized are measured the same way"):  # fmt: skip
+        assert words in with_ncu, words
+    assert "per run, nsys" in timing.kernel_note(timing.Profiler("nsys", "/usr/bin/nsys"))
+
+
+def test_nsys_is_preferred_then_ncu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(timing, "nsys_path", lambda: "/a/nsys")
+    monkeypatch.setattr(timing, "ncu_path", lambda: "/a/ncu")
+    assert timing.profiler() == timing.Profiler("nsys", "/a/nsys")
+    monkeypatch.setattr(timing, "nsys_path", lambda: None)
+    assert timing.profiler() == timing.Profiler("ncu", "/a/ncu")
+    monkeypatch.setattr(timing, "ncu_path", lambda: None)
+    assert timing.profiler() is None
 
 
 def test_table_without_kernel_times_still_has_the_application_row(tmp_path: Path) -> None:
@@ -251,7 +347,7 @@ def test_table_without_kernel_times_still_has_the_application_row(tmp_path: Path
     text = md.read_text()
     assert f"| {KERNEL} (ms) | - | - | - |" in text
     assert "| application (s) | 0.51 | 0.49 | 1.041x |" in text
-    assert "kernel: not measured: nsys (Nsight Systems) is not on PATH" in text
+    assert f"kernel: {NEITHER}" in text
 
 
 def test_optimize_json_is_found_after_progress_lines_with_brackets() -> None:

@@ -155,12 +155,53 @@ class _NoGpuNvccOpt:
         return self.real.run(argv, cwd=cwd, env=env, timeout_s=timeout_s, **kw)  # type: ignore[arg-type]
 
 
+FAKE_NCU = """#!/bin/sh
+# Stands in for Nsight Compute, which needs a GPU: checks the options of timing.ncu_command,
+# runs the program (its output passes through, as under ncu), then prints ==PROF== lines on
+# stderr and the profiled launches as ncu 2025's --csv does: two of KERNEL (shorter ones for
+# lulesh-optimized) and one of another kernel.
+[ "$1 $2 $3 $4 $5" = "--csv --print-units base --metrics gpu__time_duration.sum" ] || {
+  echo "==ERROR== unexpected options: $*" >&2; exit 9; }
+shift 5
+[ "$1 $2 $3 $4 $5 $6" = "-k regex:^KERNEL$ --launch-skip SKIP --launch-count COUNT" ] || {
+  echo "==ERROR== unexpected selection: $*" >&2; exit 9; }
+shift 6
+echo "==PROF== Connected to process $$ ($1)" >&2
+"$@" || exit $?
+case "$1" in *optimized) a=1,500; b=1700 ;; *) a=2,000; b=2000 ;; esac
+echo '==PROF== Disconnected from process' >&2
+h='"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size"'
+echo "$h"',"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
+r='"1","lulesh","127.0.0.1"'
+m='"1","7","(64, 1, 1)","(1728, 1, 1)","0","9.0","Command line profiler metrics"'
+echo '"0",'"$r"',"KERNEL(int, int, double *)",'"$m"',"gpu__time_duration.sum","nsecond","'$a'"'
+echo '"1",'"$r"',"Other_kernel(double)",'"$m"',"gpu__time_duration.sum","nsecond","9,999,999"'
+echo '"2",'"$r"',"KERNEL(int, int, double *)",'"$m"',"gpu__time_duration.sum","nsecond","'$b'"'
+"""
+
+
+def _fake_ncu(folder: Path) -> Path:
+    ncu = folder / "ncu"
+    folder.mkdir(exist_ok=True)
+    text = FAKE_NCU.replace("KERNEL", KERNEL).replace("SKIP", str(timing.NCU_LAUNCH_SKIP))
+    ncu.write_text(text.replace("COUNT", str(timing.NCU_LAUNCH_COUNT)))
+    ncu.chmod(0o755)
+    return ncu
+
+
 @pytest.mark.skipif(gpu_available(), reason="scripts nvcc-opt optimize, only where no GPU exists")
-@pytest.mark.parametrize("honest", [True, False])
+@pytest.mark.parametrize(("honest", "with_ncu"), [(True, False), (False, False), (True, True)])
 def test_table_without_nsys_and_without_gpu(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, honest: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, honest: bool, with_ncu: bool
 ) -> None:
     monkeypatch.setattr(timing, "nsys_path", lambda: None)  # as on a machine without nsys
+    if with_ncu:  # a fake ncu on PATH, as on the GPU machine (ncu, no nsys)
+        ncu = _fake_ncu(tmp_path / "bin")
+        monkeypatch.setenv("PATH", f"{ncu.parent}{os.pathsep}{os.environ['PATH']}")
+        assert timing.profiler() == timing.Profiler("ncu", str(ncu))
+    else:  # neither tool
+        monkeypatch.setattr(timing, "ncu_path", lambda: None)
+        assert timing.profiler() is None
     lulesh = tmp_path / "LULESH"
     shutil.copytree(FIXTURE, lulesh)
     work = tmp_path / "work"
@@ -176,7 +217,14 @@ def test_table_without_nsys_and_without_gpu(
     if not honest:
         assert "final origin energy" in " ".join(result["check_reasons"])
     kernel, app = result["rows"]
-    assert kernel["baseline"] is None and "nsys (Nsight Systems) is not on PATH" in kernel["note"]
+    if with_ncu:  # the mean per profiled launch of KERNEL alone, in ms
+        assert kernel["baseline_samples"] == pytest.approx([2e-3, 2e-3]), result["failures"]
+        assert kernel["optimized_samples"] == pytest.approx([1.6e-3, 1.6e-3])
+        assert kernel["speedup"] == pytest.approx(1.25)
+        assert "ncu gpu__time_duration.sum" in kernel["note"] and "per launch" in kernel["note"]
+    else:
+        assert kernel["baseline"] is None and kernel["optimized"] is None
+        assert "neither nsys (Nsight Systems) nor ncu (Nsight Compute)" in kernel["note"]
     assert len(app["baseline_samples"]) == 2 and len(app["optimized_samples"]) == 2
     assert app["speedup"] is not None and result["failures"] == []
     written = json.loads((work / "lulesh-table.json").read_text())

@@ -1,8 +1,8 @@
 """The one command: build, baseline, optimize, accept, rebuild, and the table, interleaved.
 
 Each step runs a real program through a `Runner` (nvcc_opt.workspace.runner): cmake, LULESH,
-nsys, and the `nvcc-opt` command (optimize, review). Tests script only the nvcc-opt commands
-that need a GPU, and only where there is none.
+nsys or else ncu for the kernel time (timing.py), and the `nvcc-opt` command (optimize,
+review). Tests script only the nvcc-opt commands that need a GPU, and only where there is none.
 """
 
 from __future__ import annotations
@@ -153,8 +153,7 @@ def _result(
 ) -> dict[str, Any]:
     empty = timing.Samples()
     b, o = samples["baseline"], samples.get("optimized", empty)
-    nsys = timing.nsys_path()
-    kernel_note = timing.kernel_note(nsys)
+    kernel_note = timing.kernel_note(b.profiler)  # the tool interleaved used
     app_note = "LULESH's main-loop time (grind time x iterations x zones)"
     return {
         "schema": table.SCHEMA, "kernel": KERNEL,
