@@ -24,11 +24,12 @@ FEWER_BYTES = {
 }  # fmt: skip
 LOAD_LATENCY = {
     "vector_loads", "preload_run", "stage_table", "ldg", "const_restrict", "hoist",
-    "unroll_runtime", "warp_rows", "warp_rows_grid",
+    "unroll_runtime", "warp_rows", "warp_rows_grid", "fuse_loops",
 }  # fmt: skip
 FEWER_LOAD_INSTRUCTIONS = {"vector_loads", "preload_run", "stage_table", "fuse"}
 FEWER_INSTRUCTIONS = {
     "fast_math", "split_division", "unroll", "sm_90a", "ptxas_O3", "vectorize", "tile_matmul",
+    "fuse_loops",
 }  # fmt: skip
 FEWER_BARRIERS = {"warp_shuffle_tail", "warp_shuffle_scan"}
 MORE_WARPS = {"launch_bounds", "block_half", "block_quarter", "block_double", "maxrregcount"}

@@ -18,6 +18,7 @@ from nvcc_opt.search import (
     blocks,
     division,
     fusion,
+    loop_fusion,
     preload,
     privatize,
     shuffle,
@@ -68,6 +69,13 @@ TRANSFORMS: tuple[Transform, ...] = (
         "consecutive launches of element-wise kernels fused into one pass",
         fusion.fuse,
         host_side=True,
+    ),
+    Transform(
+        "fuse_loops",
+        "consecutive loops over the same range inside a kernel fused into one (each index runs"
+        " both bodies in order; only where no body writes what the other touches at another"
+        " index)",
+        loop_fusion.fuse_loops,
     ),
     Transform(
         "vector_loads",
