@@ -60,7 +60,10 @@ def ldg(code: str, facts: Facts) -> str | None:
     for kernel in source.kernels():
         if kernel.name in facts.no_alias:
             reads += [
-                r for p in kernel.pointers if _ldg_able(p.element, p.read_only) for r in p.reads
+                r
+                for p in kernel.pointers
+                if _ldg_able(facts.scalar(p.element), p.read_only)
+                for r in p.reads
             ]
     starts = {(r.start_byte, r.end_byte) for r in reads}
 

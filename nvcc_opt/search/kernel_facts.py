@@ -26,6 +26,14 @@ class Facts:
     block_sizes: Mapping[str, int] = field(default_factory=dict)  # every launch agrees
     no_alias: frozenset[str] = frozenset()  # every launch found, none passes a pointer twice
     names: Mapping[str, str] = field(default_factory=dict)  # constants defined elsewhere
+    types: Mapping[str, str] = field(default_factory=dict)  # typedef/using name -> builtin type
+
+    def scalar(self, element: str) -> str:
+        """A pointer's element type with `const`/`volatile` dropped and a type alias the policy
+        found (`typedef double Real_t;`) replaced by its builtin type; else the words as given."""
+        words = [w for w in element.split() if w not in ("const", "volatile")]
+        text = " ".join(words)
+        return self.types.get(text, text)
 
 
 # Each thread of a block of any shape clears and flushes its share of the counters once.

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from nvcc_opt.search.cuda import Source, declared_name, walk
+from nvcc_opt.search.cuda import LDG_TYPES, Source, declared_name, walk
 from nvcc_opt.search.kernel_facts import Facts
 
 MAX_DEPTH = 4  # a block size defined through at most this many names
@@ -258,7 +258,44 @@ def _text(source: Source, node: tree_sitter.Node | None) -> str:
     return "" if node is None else source.text(node)
 
 
-def facts_from(code: str, found: list[Launch], names: Mapping[str, str]) -> Facts:
+def type_aliases(code: str, known: Mapping[str, str] | None = None) -> dict[str, str]:
+    """name -> builtin type of every `typedef T name;` and `using name = T;` in `code` whose T is
+    a builtin arithmetic or CUDA vector type (`LDG_TYPES`) or an alias resolved already (from
+    `known` or earlier in `code`), with `known`'s; a name aliased twice differently is dropped."""
+    source = Source(code)
+    found: dict[str, str] = dict(known or {})
+    dropped: set[str] = set()
+    for node in walk(source.root):
+        target: tree_sitter.Node | None = None
+        if node.type == "type_definition":
+            kind = node.child_by_field_name("type")
+            target = node.child_by_field_name("declarator")
+        elif node.type == "alias_declaration":
+            kind = node.child_by_field_name("type")
+            target = node.child_by_field_name("name")
+        else:
+            continue
+        if kind is None or target is None or target.type not in ("type_identifier", "identifier"):
+            continue
+        words = " ".join(w for w in source.words(kind).split() if w not in ("const", "volatile"))
+        resolved = words if words in LDG_TYPES else found.get(words)
+        name = source.text(target)
+        if resolved is None or name in dropped:
+            continue
+        if found.get(name, resolved) != resolved:
+            dropped.add(name)
+            found.pop(name, None)
+            continue
+        found[name] = resolved
+    return found
+
+
+def facts_from(
+    code: str,
+    found: list[Launch],
+    names: Mapping[str, str],
+    types: Mapping[str, str] | None = None,
+) -> Facts:
     """The facts of the kernels `code` defines, from the launches found (in it and elsewhere)
     and the constants known: a block size where every launch agrees on one constant, and
     no aliasing where every launch passes distinct pointers (and so do the callers in `code`)."""
@@ -278,4 +315,9 @@ def facts_from(code: str, found: list[Launch], names: Mapping[str, str]) -> Fact
             code, kernel.name, positions
         ):
             no_alias.add(kernel.name)
-    return Facts(block_sizes=block_sizes, no_alias=frozenset(no_alias), names=dict(names))
+    return Facts(
+        block_sizes=block_sizes,
+        no_alias=frozenset(no_alias),
+        names=dict(names),
+        types=type_aliases(code, types),
+    )

@@ -26,9 +26,8 @@ All within a time budget and a number of tool calls below the loop's turn limit.
 from __future__ import annotations
 
 import json
-import re
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qsl
@@ -37,15 +36,7 @@ from nvcc_opt.agent.model import ModelError, Reply, ToolCall
 from nvcc_opt.search.changes import Change, compose, flag_changes, transform_changes
 from nvcc_opt.search.cuda import Source
 from nvcc_opt.search.explain import effect, explain
-from nvcc_opt.search.launches import (
-    Launch,
-    definitions,
-    facts_from,
-    launches,
-    search_hits,
-    search_lines,
-    statement,
-)
+from nvcc_opt.search.find_facts import gather
 from nvcc_opt.search.observe import (
     Analysis,
     Profile,
@@ -55,34 +46,18 @@ from nvcc_opt.search.observe import (
     read_task,
 )
 from nvcc_opt.search.priorities import ordered
+from nvcc_opt.search.steps import Call, Final, Plan, Step
 from nvcc_opt.search.transforms import BY_NAME, Facts
 from nvcc_opt.tools.bench import Measured, read_benchmark
 
 BUDGET_S = 180.0  # exploration; with the baseline, builds and the final verification (about a
 # minute on the H200) a kernel stays within the suite target of 5 minutes
 MAX_CALLS = 40  # tool calls; `optimize` gives the policy this many turns and one for the answer
-LAUNCH_LINES = 8  # a launch written over several lines: how many file_viewer shows from its first
 MIN_GAIN = 1.01  # a change joins the combination only if it adds at least this
 LARGE_BUILD_S = 10.0  # a compile of the region's file this long makes its translation unit large
 
 
-@dataclass(frozen=True)
-class Call:
-    name: str
-    arguments: dict[str, Any]
-    why: str
-
-
-@dataclass(frozen=True)
-class Final:
-    code: str
-    explanation: str
-    compile_args: tuple[str, ...] = ()
-
-
-Step = Call | Final
 Built = tuple[str, tuple[str, ...]]  # a region's code and compile_args, as a dictionary key
-Plan = Generator[Step, str, None]
 
 
 class SearchPolicy:
@@ -182,7 +157,7 @@ def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
     if "profile_kernel" in offered and room():
         why = "Measuring what bounds the kernel (memory, compute or latency) and why it stalls."
         profile = read_profile((yield Call("profile_kernel", {}, why)))
-    facts = _run_block(code, (yield from _facts(code, offered, room)), profile)
+    facts = _run_block(code, (yield from gather(code, offered, room)), profile)
     found = transform_changes(code, facts) + flag_changes(target, analysis)
     singles = ordered(found, code, analysis, profile)
     large = build_s >= LARGE_BUILD_S
@@ -338,45 +313,3 @@ def _bench(built: tuple[str, list[str]], why: str) -> Call:
 
 def _analyse(built: tuple[str, list[str]], why: str) -> Call:
     return Call("compiler_analysis", _arguments(built), why)
-
-
-def _facts(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[Step, str, Facts]:
-    """Launch block sizes and pointer aliasing, from the region and from `search`."""
-    kernels = Source(code).kernels()
-    found = launches(code)
-    names = definitions(code)
-    if "search" in offered:
-        for kernel in kernels:
-            if any(launch.kernel == kernel.name for launch in found) or not room():
-                continue
-            seen = yield Call(
-                "search", {"pattern": f"{kernel.name}<<<"}, f"Finding where {kernel.name} runs."
-            )
-            for path, number, line in search_hits(seen):
-                if not _launches(line) and "file_viewer" in offered and room():
-                    window = yield Call(
-                        "file_viewer",
-                        {"path": path, "start": number, "end": number + LAUNCH_LINES - 1},
-                        f"Reading the rest of the launch of {kernel.name}.",
-                    )
-                    line = statement(search_lines(window))
-                found += _launches(line)
-        wanted = {w for launch in found for w in _words(launch.block)} - set(names)
-        for word in sorted(wanted):
-            if not room():
-                break
-            pattern = rf"(\b{word}\s*(=|\(|\{{))|(#\s*define\s+{word}\b)"
-            seen = yield Call(
-                "search", {"pattern": pattern, "regex": True}, f"Finding the value of {word}."
-            )
-            for name, value in definitions("\n".join(search_lines(seen))).items():
-                names.setdefault(name, value)
-    return facts_from(code, found, names)
-
-
-def _launches(line: str) -> list[Launch]:
-    return launches("void nvcc_opt_launch() {\n" + line + "\n}")
-
-
-def _words(expression: str) -> set[str]:
-    return {w for w in re.findall(r"[A-Za-z_]\w*", expression) if w != "dim3"}

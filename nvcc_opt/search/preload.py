@@ -75,7 +75,7 @@ def preload_run(code: str, facts: Facts) -> str | None:
         local = modified(source, kernel.body) | set(kernel.params)
         taken: set[int] = set()
         for pointer in kernel.pointers:
-            if not pointer.read_only or pointer.element not in VECTOR:
+            if not pointer.read_only or facts.scalar(pointer.element) not in VECTOR:
                 continue
             if declarations(source, kernel.body, pointer.name):
                 continue
@@ -83,7 +83,7 @@ def preload_run(code: str, facts: Facts) -> str | None:
             if run is None or run.loop.start_byte in taken:
                 continue  # one run per loop: two preloads would edit the same spot
             taken.add(run.loop.start_byte)
-            edits += _edits(source, pointer, run, used)
+            edits += _edits(source, pointer, run, used, facts.scalar(pointer.element))
     return edited(code, source, edits)
 
 
@@ -160,9 +160,11 @@ def _sum(start: str, offset: str) -> str:
     return offset if start == "0" else f"({start}) + ({offset})"
 
 
-def _edits(source: Source, pointer: PointerParam, run: Run, used: set[str]) -> list[Edit]:
+def _edits(
+    source: Source, pointer: PointerParam, run: Run, used: set[str], scalar: str
+) -> list[Edit]:
     name, kind, loop = pointer.name, pointer.element, run.loop
-    vector, width = VECTOR[kind]
+    vector, width = VECTOR[scalar]
     held, v, q = (fresh_name(f"nvcc_opt_{stem}", used) for stem in (name, "v", "q"))
     used |= {held, v, q}
     count = f"({run.count})"

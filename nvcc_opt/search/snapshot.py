@@ -25,7 +25,7 @@ from pathlib import Path
 from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt.search.cuda import Source
 from nvcc_opt.search.kernel_facts import Facts
-from nvcc_opt.search.launches import definitions, facts_from, launches
+from nvcc_opt.search.launches import definitions, facts_from, launches, type_aliases
 from nvcc_opt.search.transforms import TRANSFORMS, Transform
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +72,10 @@ def file_units(group: str, path: Path, root: Path) -> list[Unit]:
     # the constants the policy's `search` would find: the file's and its folder's headers'
     headers = [h for h in sorted(path.parent.iterdir()) if h.suffix in HEADERS and h.is_file()]
     names = {k: v for h in headers for k, v in definitions(h.read_text(errors="replace")).items()}
-    facts_of_file = launches(text), {**names, **definitions(text)}
+    types: dict[str, str] = {}
+    for h in headers:
+        types = type_aliases(h.read_text(errors="replace"), types)
+    facts_of_file = launches(text), {**names, **definitions(text)}, type_aliases(text, types)
     name = str(path.relative_to(root))
     regions = scan(data).regions
     pieces = [(f"{name}:{r.name}", region_text(data, r)) for r in regions] or [(name, text)]

@@ -109,7 +109,7 @@ def stage_table(code: str, facts: Facts) -> str | None:
     for kernel in candidate_kernels(source, facts):
         if kernel.name in dynamic:
             continue
-        found = _table(source, kernel)
+        found = _table(source, kernel, facts)
         if found is not None:
             guard, valid, table = found
             edits += _edits(source, guard, valid, table, used)
@@ -122,7 +122,9 @@ def _dynamic_shared(source: Source) -> set[str]:
     return {kernel for kernel, config in launch_calls(source) if len(config) > 2}
 
 
-def _table(source: Source, kernel: Kernel) -> tuple[tree_sitter.Node, str, Table] | None:
+def _table(
+    source: Source, kernel: Kernel, facts: Facts
+) -> tuple[tree_sitter.Node, str, Table] | None:
     """(the guard statement, the condition a thread passes it by, the table) or None."""
     body = [c for c in kernel.body.named_children if c.type != "comment"]
     index = global_index_name(source, body[0]) if body else None
@@ -148,7 +150,7 @@ def _table(source: Source, kernel: Kernel) -> tuple[tree_sitter.Node, str, Table
         return None  # a function could leave the thread (`asm("exit;")`) before the loop
     local = modified(source, kernel.body) | set(kernel.params)
     for pointer in kernel.pointers:
-        if not pointer.read_only or not ELEMENT.match(pointer.element):
+        if not pointer.read_only or not ELEMENT.match(facts.scalar(pointer.element)):
             continue
         if declarations(source, kernel.body, pointer.name):
             continue

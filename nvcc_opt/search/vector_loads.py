@@ -78,13 +78,13 @@ def vector_loads(code: str, facts: Facts) -> str | None:
     used = taken_names(source)
     edits: list[Edit] = []
     for kernel in candidate_kernels(source, facts):
-        plan = _plan(source, kernel)
+        plan = _plan(source, kernel, facts)
         if plan is not None:
             edits.append(_edit(source, plan, used))
     return edited(code, source, edits)
 
 
-def _plan(source: Source, kernel: Kernel) -> Plan | None:
+def _plan(source: Source, kernel: Kernel, facts: Facts) -> Plan | None:
     body = statements(kernel.body)
     index = global_index_name(source, body[0]) if len(body) >= 2 else None
     guarded = None if index is None else guarded_rest(source, body, index)
@@ -102,7 +102,7 @@ def _plan(source: Source, kernel: Kernel) -> Plan | None:
     accesses = _accesses(source, kernel, index, pointers, rest)
     if not accesses:
         return None
-    kinds = {pointers[name].element for name in accesses}
+    kinds = {facts.scalar(pointers[name].element) for name in accesses}
     if len(kinds) != 1 or next(iter(kinds)) not in VECTOR:
         return None
     reads: dict[str, list[tree_sitter.Node]] = {}

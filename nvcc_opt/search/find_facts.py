@@ -1,0 +1,105 @@
+"""What the search policy learns about the region's kernels through tools before it changes
+anything: where they are launched and with which block sizes (`search`, `file_viewer`), the
+constants those sizes name, and the builtin types behind the pointers' element type aliases."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Generator
+
+from nvcc_opt.search.cuda import LDG_TYPES, Kernel, Source
+from nvcc_opt.search.kernel_facts import Facts
+from nvcc_opt.search.launches import (
+    Launch,
+    definitions,
+    facts_from,
+    launches,
+    search_hits,
+    search_lines,
+    statement,
+    type_aliases,
+)
+from nvcc_opt.search.steps import Call, Step
+
+LAUNCH_LINES = 8  # a launch written over several lines: how many file_viewer shows from its first
+ALIAS_ROUNDS = 3  # searches for an element type's typedef: an alias of an alias of a builtin
+
+
+def gather(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[Step, str, Facts]:
+    """Launch block sizes and pointer aliasing, from the region and from `search`."""
+    kernels = Source(code).kernels()
+    found = launches(code)
+    names = definitions(code)
+    if "search" in offered:
+        for kernel in kernels:
+            if any(launch.kernel == kernel.name for launch in found) or not room():
+                continue
+            seen = yield Call(
+                "search", {"pattern": f"{kernel.name}<<<"}, f"Finding where {kernel.name} runs."
+            )
+            for path, number, line in search_hits(seen):
+                if not _launches(line) and "file_viewer" in offered and room():
+                    window = yield Call(
+                        "file_viewer",
+                        {"path": path, "start": number, "end": number + LAUNCH_LINES - 1},
+                        f"Reading the rest of the launch of {kernel.name}.",
+                    )
+                    line = statement(search_lines(window))
+                found += _launches(line)
+        wanted = {w for launch in found for w in _words(launch.block)} - set(names)
+        for word in sorted(wanted):
+            if not room():
+                break
+            pattern = rf"(\b{word}\s*(=|\(|\{{))|(#\s*define\s+{word}\b)"
+            seen = yield Call(
+                "search", {"pattern": pattern, "regex": True}, f"Finding the value of {word}."
+            )
+            for name, value in definitions("\n".join(search_lines(seen))).items():
+                names.setdefault(name, value)
+    types = type_aliases(code)
+    if "search" in offered:
+        types = yield from _aliases(kernels, types, room)
+    return facts_from(code, found, names, types)
+
+
+def _aliases(
+    kernels: list[Kernel], types: dict[str, str], room: Callable[[], bool]
+) -> Generator[Step, str, dict[str, str]]:
+    """Pointer element types that are aliases (`Real_t`), resolved through `search` for their
+    `typedef`/`using`, alias of alias included (a few rounds); one defined differently in two
+    places (a precision switch) stays unresolved."""
+    asked: set[str] = set()
+    for _ in range(ALIAS_ROUNDS):
+        wanted = {
+            w
+            for kernel in kernels
+            for p in kernel.pointers
+            if (w := " ".join(x for x in p.element.split() if x not in ("const", "volatile")))
+            not in LDG_TYPES
+        }
+        wanted = {_last_alias(w, types) for w in wanted} - set(LDG_TYPES) - asked
+        wanted = {w for w in wanted if re.fullmatch(r"[A-Za-z_]\w*", w)}
+        if not wanted:
+            break
+        for word in sorted(wanted):
+            asked.add(word)
+            if not room():
+                return types
+            pattern = rf"(typedef\s[^;]*\b{word}\s*;)|(using\s+{word}\s*=)"
+            seen = yield Call(
+                "search", {"pattern": pattern, "regex": True}, f"Finding what type {word} is."
+            )
+            types = type_aliases("\n".join(search_lines(seen)), types)
+    return types
+
+
+def _last_alias(word: str, types: dict[str, str]) -> str:
+    return types.get(word, word)
+
+
+def _launches(line: str) -> list[Launch]:
+    return launches("void nvcc_opt_launch() {\n" + line + "\n}")
+
+
+def _words(expression: str) -> set[str]:
+    return {w for w in re.findall(r"[A-Za-z_]\w*", expression) if w != "dim3"}
