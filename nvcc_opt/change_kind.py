@@ -46,6 +46,20 @@ def code_changed(original: str, final: str) -> bool:
     return _tokens(original) != _tokens(final)
 
 
+def unchanged(original: str, final: str, compile_args: Sequence[str]) -> bool:
+    """Whether a final answer is the region itself: the same tokens (comments and whitespace
+    aside) and no compile flags. The one rule `optimize`, the bench and training use to skip
+    verifying an answer that changes nothing (an answer judged unchanged is never stored, so the
+    rule can only drop an answer, never let one through).
+
+    >>> unchanged("a[i] = b[i];", "a[i] = b[i]; // tried nothing better", [])
+    True
+    >>> unchanged("a[i] = b[i];", "a[i] = b[i];", ["-use_fast_math"])
+    False
+    """
+    return not compile_args and not code_changed(original, final)
+
+
 def change_kind(original: str, final: str, compile_args: Sequence[str]) -> str:
     """One of CODE, CODE_AND_NUMERICS, NUMERICS_ONLY, FLAGS_ONLY, NOTHING.
 

@@ -24,7 +24,7 @@ from typing import Any
 from nvcc_opt.agent.loop import Agent, Limits
 from nvcc_opt.agent.model import Model
 from nvcc_opt.agent.trace import TraceWriter
-from nvcc_opt.change_kind import change_kind
+from nvcc_opt.change_kind import change_kind, unchanged
 from nvcc_opt.config import ProjectConfig
 from nvcc_opt.store.api import Store
 from nvcc_opt.submit import Answer, last_context, verify_and_store
@@ -181,7 +181,7 @@ def optimize_region(
     if answer is None:
         progress(f"agent stopped ({outcome.reason}) without a final answer")
         return result((f"no final answer: {outcome.reason}",))
-    if answer.final_code.strip() == region.text.strip() and not answer.compile_args:
+    if unchanged(region.text, answer.final_code, answer.compile_args):
         return result(("the final answer is the region unchanged: nothing to verify",))
     progress(f"agent stopped ({outcome.reason}); verifying its answer independently")
     submitted = verify_and_store(

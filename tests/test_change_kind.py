@@ -71,3 +71,18 @@ def test_bench_reports_count_code_changes_and_fast_math_apart() -> None:
     assert overall.improved_by == {
         "code": 1, "fast math only": 1, "code + fast math": 1, "unknown": 1
     }  # fmt: skip
+
+
+def test_one_unchanged_rule_for_optimize_and_training() -> None:
+    """optimize and GRPO's judge skip verifying exactly the answers this rule calls unchanged."""
+    import inspect
+
+    from nvcc_opt import optimize
+    from nvcc_opt.change_kind import unchanged
+
+    region = "__global__ void k(float* y) {\n  y[threadIdx.x] = 1.0f;\n}\n"
+    assert unchanged(region, region.replace("{\n", "{  // nothing faster found\n"), [])
+    assert unchanged(region, "  " + region.replace("\n", "\n\n"), ())
+    assert not unchanged(region, region.replace("1.0f", "2.0f"), [])
+    assert not unchanged(region, region, ["-maxrregcount=32"])
+    assert "unchanged(region.text, answer.final_code" in inspect.getsource(optimize)

@@ -38,6 +38,7 @@ from typing import Any
 from nvcc_opt.agent.answer import FinalAnswer
 from nvcc_opt.bench.app_run import bench_env
 from nvcc_opt.bench.apps import shared_folders
+from nvcc_opt.change_kind import unchanged
 from nvcc_opt.config import ConfigError, ProjectConfig, load
 from nvcc_opt.tools.catalog import _DECLARED, Catalog, open_catalog
 from nvcc_opt.tools.region import Region
@@ -223,7 +224,7 @@ class RolloutEnv:
         if problem.error is not None or problem.config is None or problem.region is None:
             self.state.note = f"not verified: {problem.error}"
             return Judged(False, 1.0, 1.0)
-        if answer.final_code.strip() == problem.region.text.strip() and not answer.compile_args:
+        if unchanged(problem.region.text, answer.final_code, answer.compile_args):
             return Judged(True, 1.0, 1.0)  # as optimize: the original, nothing to verify
         verdict, notes = final.verify_code(
             self._config or problem.config,
