@@ -44,7 +44,8 @@ for p in ${PARTS:-pool example lulesh}; do
     part lulesh "python3 -m integration.lulesh table .lulesh --model search \
       --size ${LULESH_SIZE:-120} --iters ${LULESH_ITERS:-400} --pairs ${LULESH_PAIRS:-5} \
       --work /tmp/lulesh --out $R/lulesh-table; \
-      cp /tmp/lulesh/store.db $R/lulesh-store.db 2>/dev/null; true"
+      cp /tmp/lulesh/store.db $R/lulesh-store.db 2>/dev/null; \
+      cp -r /tmp/lulesh/traces $R/lulesh-traces 2>/dev/null; true"
     ;;
   *) echo "unknown part $p" ;;
   esac

@@ -391,8 +391,8 @@ def test_a_failed_optimize_is_a_reason_not_an_error(tmp_path: Path) -> None:
     runner = ScriptedRunner(
         [completed(1, "[]\n", "Error: cannot optimize the region: the original could not run")]
     )
-    rewrite, why = optimize(runner, Options(FIXTURE, tmp_path, "search"))
-    assert rewrite is None
+    rewrite, why, summary = optimize(runner, Options(FIXTURE, tmp_path, "search"))
+    assert rewrite is None and summary is None
     assert why == [
         "nvcc-opt optimize failed (exit status 1): Error: cannot optimize the region: the "
         "original could not run"

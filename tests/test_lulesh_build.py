@@ -145,7 +145,9 @@ class _NoGpuNvccOpt:
         if len(argv) > 1 and argv[1] in ("optimize", "review"):
             self.calls.append(list(argv))
             if argv[1] == "optimize":
-                answer = [{"rewrite_id": 7, "status": "proposed", "reasons": []}]
+                answer = [{"rewrite_id": 7, "status": "proposed", "reasons": [],
+                           "explanation": "Search policy: loops fused", "wall_s": 12.0,
+                           "trace": "traces/x.json"}]  # fmt: skip
                 return completed(0, "agent stopped\n" + json.dumps(answer))
             if not self.honest:
                 cu = self.work / "src" / "lulesh.cu"
@@ -214,6 +216,8 @@ def test_table_without_nsys_and_without_gpu(
     assert runner.calls[0][-1] == f"{work / 'src' / 'lulesh.cu'}:{KERNEL}"
     assert runner.calls[1][2:4] == ["--accept", "7"]
     assert result["rewrite_id"] == 7 and result["correct"] is honest
+    assert result["optimize"]["explanation"] == "Search policy: loops fused"  # what was tried
+    assert "Search policy: loops fused" in (work / "lulesh-table.md").read_text()
     if not honest:
         assert "final origin energy" in " ".join(result["check_reasons"])
     kernel, app = result["rows"]

@@ -54,9 +54,11 @@ def prepare(runner: Runner, opts: Options) -> tuple[checkouts.Checkout, Path]:
     return found, project.build(runner, opts.work)
 
 
-def optimize(runner: Runner, opts: Options) -> tuple[int | None, list[str]]:
-    """`nvcc-opt optimize` on the kernel; the proposed rewrite's id (None: none) and why. A
-    failed optimize is a reason, not an error: the baseline's row of the table still comes."""
+def optimize(runner: Runner, opts: Options) -> tuple[int | None, list[str], dict[str, Any] | None]:
+    """`nvcc-opt optimize` on the kernel; the proposed rewrite's id (None: none), why, and
+    optimize's summary of the run (its JSON object: explanation, speedup, trace path, wall
+    time; None when it printed none). A failed optimize is a reason, not an error: the
+    baseline's row of the table still comes."""
     region = f"{opts.work / 'src' / 'lulesh.cu'}:{KERNEL}"
     argv = [*nvcc_opt_command(opts.launcher), "optimize", "--model", opts.model,
             "--root", str(opts.work), "--json", *opts.optimize_args, region]  # fmt: skip
@@ -64,15 +66,17 @@ def optimize(runner: Runner, opts: Options) -> tuple[int | None, list[str]]:
     if not done.ok:
         why = "timed out" if done.timed_out else f"exit status {done.exit_status}"
         last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
-        return None, [f"nvcc-opt optimize failed ({why}): {last[0][:400]}"]
+        return None, [f"nvcc-opt optimize failed ({why}): {last[0][:400]}"], None
     results = last_json_list(done.stdout)
     if results is None:
-        return None, ["nvcc-opt optimize --json printed no JSON list after its progress lines"]
+        why = "nvcc-opt optimize --json printed no JSON list after its progress lines"
+        return None, [why], None
+    summary = results[0] if results else None
     for result in results:
         if result.get("rewrite_id") is not None:
-            return int(result["rewrite_id"]), list(result.get("reasons", []))
+            return int(result["rewrite_id"]), list(result.get("reasons", [])), result
     reasons = [str(r) for result in results for r in result.get("reasons", [])]
-    return None, reasons or ["optimize proposed no rewrite"]
+    return None, reasons or ["optimize proposed no rewrite"], summary
 
 
 def last_json_list(out: str) -> list[dict[str, Any]] | None:
@@ -116,7 +120,7 @@ def run_table(
     except OutputError as exc:
         raise StepError(f"the baseline run failed: {exc}") from None
     progress(f"nvcc-opt optimize --model {opts.model}")
-    rewrite_id, why = optimize(runner, opts)
+    rewrite_id, why, summary = optimize(runner, opts)
     binaries = {"baseline": baseline}
     reasons: list[str] = []
     notes = [] if rewrite_id is not None else [f"no rewrite proposed: {'; '.join(why)}"]
@@ -138,6 +142,7 @@ def run_table(
         timeout_s=timeout, progress=progress,
     )  # fmt: skip
     result = _result(opts, found, rewrite_id, base.to_dict(), reasons, samples, notes)
+    result["optimize"] = summary  # what the model tried and why, and where its trace is
     table.write(result, opts.out or opts.work / "lulesh-table")
     return result
 

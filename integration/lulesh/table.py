@@ -12,7 +12,9 @@ JSON schema "nvcc-opt-lulesh-table/1" (what `nvcc-opt report` reads)::
                "baseline": float | null, "optimized": float | null,  # medians
                "speedup": float | null,                 # baseline / optimized
                "baseline_samples": [float], "optimized_samples": [float], "note": str}],
-     "failures": [str], "notes": [str]}
+     "failures": [str], "notes": [str],
+     "optimize": {...} | null}    # `nvcc-opt optimize --json`'s object for the kernel (absent in
+                                  # tables written before it was kept): explanation, trace, ...
 
 A missing value is null with the reason in the row's note: the table always comes.
 """
@@ -61,6 +63,11 @@ def markdown(result: dict[str, Any]) -> str:
     notes = [f"{r['name']}: {r['note']}" for r in result["rows"] if r["note"]]
     notes += result["notes"] + [f"failure: {f}" for f in result["failures"]]
     lines += [""] + [f"- {n}" for n in notes] + [f"- for comparison, {PAPER}"]
+    summary = result.get("optimize") or {}
+    if summary.get("explanation"):
+        lines += ["", f"What `{result['model']}` tried ({summary.get('wall_s', 0):.0f} s; trace "
+                  f"{summary.get('trace', 'not kept')}):", "", "```",
+                  str(summary["explanation"]).rstrip(), "```"]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
