@@ -5,6 +5,8 @@
 # and collects. Parts (PARTS, in order):
 #   pool     issue 17: benchmarks/pool_rollout.py, K=POOL_K (12) benchmark_code calls on the
 #            example's smooth_kernel, serial (trl's way) vs the local pool, POOL_ROUNDS (1);
+#            about 10-11 minutes on the H200 (each call is 20 timed runs of the example, the
+#            warm-up one call per Toolbox): give it a device call of its own;
 #   example  issue 19: `nvcc-opt optimize --model search` on the example's regions (EXAMPLE_REGIONS)
 #            through its real build, with the verified rewrites' explanations;
 #   lulesh   issue 18/19: `python -m integration.lulesh table` on .lulesh (a carried copy of the

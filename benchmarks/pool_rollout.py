@@ -95,8 +95,11 @@ def toolbox_jobs(options: argparse.Namespace, pool: Executor) -> tuple[list[Job]
         return job
 
     jobs = [call_of(c) for c in catalogs]
-    for future in [pool.submit(job, "warm-up") for job in jobs]:  # private trees configured
+    started = time.monotonic()
+    futures = [pool.submit(job, "warm-up") for job in jobs]  # private trees configured
+    for done, future in enumerate(futures, 1):
         future.result()
+        print(f"warm-up: {done}/{len(futures)} calls, {time.monotonic() - started:.1f} s", flush=True)
     return jobs, catalogs
 
 
