@@ -99,7 +99,8 @@ def toolbox_jobs(options: argparse.Namespace, pool: Executor) -> tuple[list[Job]
     futures = [pool.submit(job, "warm-up") for job in jobs]  # private trees configured
     for done, future in enumerate(futures, 1):
         future.result()
-        print(f"warm-up: {done}/{len(futures)} calls, {time.monotonic() - started:.1f} s", flush=True)
+        elapsed = time.monotonic() - started
+        print(f"warm-up: {done}/{len(futures)} calls, {elapsed:.1f} s", flush=True)
     return jobs, catalogs
 
 
