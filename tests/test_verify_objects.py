@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from nvcc_opt.verify import objects
+from nvcc_opt.verify import host_rules, objects, ptx_rules
+from nvcc_opt.verify.host_symbols import Elsewhere, HostSymbol, HostSymbols
 from nvcc_opt.verify.object_names import in_library_scope, may_call, normalize, outer_scope
-from nvcc_opt.verify.objects import Elsewhere, HostSymbol, HostSymbols
 from nvcc_opt.workspace.runner import ProcessRunner, ScriptedRunner, completed
 from tests.conftest import needs_nvcc
 
@@ -193,7 +193,7 @@ def test_the_host_copy_of_a_constant_table_is_registered_and_nothing_else(
     compiled: dict[str, Compiled],
 ) -> None:
     host = objects.read_host(compiled["honest__constant_table"].obj, ProcessRunner())
-    ptx = objects.ptx_facts(objects.ptx_texts(compiled["honest__constant_table"].keep))
+    ptx = ptx_rules.ptx_facts(objects.ptx_texts(compiled["honest__constant_table"].keep))
     assert host.defined["_ZL13kCoefficients"].writable
     assert "kCoefficients" in ptx.read_only_variables()
     assert {"_Z12launch_scalePKfPfS1_i"}.isdisjoint(host.referrers("_ZL13kCoefficients"))
@@ -224,14 +224,14 @@ def test_a_weak_definition_others_share_must_have_their_size() -> None:
     original = _host()
     inline = _symbol("_Z10num_blocksi", "W", 16)
     shared = {"_Z10num_blocksi": Elsewhere("main.o", weak=True, size=16)}
-    assert objects.host_reasons(original, _host(inline), shared) == []
+    assert host_rules.host_reasons(original, _host(inline), shared) == []
     other_size = {"_Z10num_blocksi": Elsewhere("main.o", weak=True, size=48)}
-    assert objects.host_reasons(original, _host(inline), other_size) == [
+    assert host_rules.host_reasons(original, _host(inline), other_size) == [
         "objects: defines _Z10num_blocksi, which main.o defines too: the linker keeps one of "
         "them for the whole program"
     ]
     strong = {"_Z10num_blocksi": Elsewhere("main.o", weak=False, size=16)}
-    assert objects.host_reasons(original, _host(inline), strong)
+    assert host_rules.host_reasons(original, _host(inline), strong)
 
 
 def test_library_instantiations_may_be_weak_but_never_strong() -> None:
@@ -241,11 +241,11 @@ def test_library_instantiations_may_be_weak_but_never_strong() -> None:
     )
     dim3 = _symbol("_ZN4dim3C1Ejjj", "W")
     elsewhere = {s.raw: Elsewhere("main.o", weak=True, size=99) for s in (vector, dim3)}
-    assert objects.host_reasons(_host(), _host(vector, dim3), elsewhere) == []
+    assert host_rules.host_reasons(_host(), _host(vector, dim3), elsewhere) == []
     strong = _symbol("_ZNSt6chrono3_V212steady_clock3nowEv", "T")
     assert (
         "in a namespace of the C++ or CUDA libraries"
-        in objects.host_reasons(_host(), _host(strong), {})[0]
+        in host_rules.host_reasons(_host(), _host(strong), {})[0]
     )
 
 
@@ -343,7 +343,7 @@ $L__BB0_2:
 
 
 def test_ptx_facts_from_text() -> None:
-    facts = objects.ptx_facts(PTX)
+    facts = ptx_rules.ptx_facts(PTX)
     variables = facts.variables
     assert variables["table"].read_only  # its address only feeds a load
     assert variables["counter"].writers == {"kernel"}  # an atomic writes it
@@ -356,15 +356,15 @@ def test_ptx_facts_from_text() -> None:
 
 
 def test_ptx_reasons_compare_with_the_original() -> None:
-    original = objects.ptx_facts(PTX.replace("%envreg3", "%laneid"))
-    candidate = objects.ptx_facts(PTX)
-    assert objects.ptx_reasons(candidate, candidate) == []
-    assert objects.ptx_reasons(original, candidate) == [
+    original = ptx_rules.ptx_facts(PTX.replace("%envreg3", "%laneid"))
+    candidate = ptx_rules.ptx_facts(PTX)
+    assert ptx_rules.ptx_reasons(candidate, candidate) == []
+    assert ptx_rules.ptx_reasons(original, candidate) == [
         "ptx: kernel reads special register %envreg3, which the original does not (timers, "
         "environment and performance-monitor registers are not allowed)"
     ]
-    empty = objects.ptx_facts(".version 9.0\n.target sm_90\n.address_size 64\n")
-    reasons = objects.ptx_reasons(empty, candidate)
+    empty = ptx_rules.ptx_facts(".version 9.0\n.target sm_90\n.address_size 64\n")
+    reasons = ptx_rules.ptx_reasons(empty, candidate)
     assert any(r.startswith("ptx: declares device variable counter") for r in reasons)
     assert any(r.startswith("ptx: declares device variable leaked") for r in reasons)
     assert not any("table" in r or "$str" in r for r in reasons)
@@ -374,7 +374,7 @@ def test_ptx_reasons_compare_with_the_original() -> None:
 
 def test_a_read_only_device_variable_the_rewrite_now_writes() -> None:
     written = PTX.replace("ld.global.u32 \t%r2, [%rd4];", "st.global.u32 \t[%rd4], %r1;")
-    reasons = objects.ptx_reasons(objects.ptx_facts(PTX), objects.ptx_facts(written))
+    reasons = ptx_rules.ptx_reasons(ptx_rules.ptx_facts(PTX), ptx_rules.ptx_facts(written))
     assert reasons == [
         "ptx: kernel now writes device variable table, which the original only read: state "
         "kept across launches"

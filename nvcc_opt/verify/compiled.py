@@ -25,6 +25,7 @@ from pathlib import Path
 from nvcc_opt.tools.region import Region
 from nvcc_opt.verify import objects
 from nvcc_opt.verify.allowlist import check_candidate
+from nvcc_opt.verify.host_symbols import Elsewhere
 from nvcc_opt.verify.preprocess import Preprocessed, PreprocessError, preprocess
 from nvcc_opt.workspace.runner import Runner
 from nvcc_opt.workspace.unit import (
@@ -48,7 +49,7 @@ class CodeChecks:
     _scratch: Path | None = None
     _original: Compiled | None = None
     _preprocessed: Preprocessed | None = None
-    _elsewhere: Mapping[str, objects.Elsewhere] | None = None
+    _elsewhere: Mapping[str, Elsewhere] | None = None
     _count: int = 0
 
     def close(self) -> None:
@@ -131,7 +132,7 @@ class CodeChecks:
             self._original = self._compile(tree, self.region.text, [], "original")
         return self._original
 
-    def _other_definitions(self, baseline_tree: Path) -> Mapping[str, objects.Elsewhere]:
+    def _other_definitions(self, baseline_tree: Path) -> Mapping[str, Elsewhere]:
         """Every global definition of the baseline's build but the region's own object."""
         if self._elsewhere is None:
             own = object_of(baseline_tree, self.region.file)

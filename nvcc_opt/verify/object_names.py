@@ -1,8 +1,8 @@
 """What the names in a compiled translation unit mean: pure functions over symbol names.
 
-`objects.py` compares the symbols of the original's and the candidate's objects; these are its
-vocabulary. Names are compared after `normalize`, which erases what nvcc writes per compile or per
-path (the candidate is compiled from a private copy, so a hash of the path differs). The
+`host_rules.py` compares the symbols of the original's and the candidate's objects; these are
+its vocabulary. Names are compared after `normalize`, which erases what nvcc writes per compile
+or per path (the candidate is compiled from a private copy, so a hash of the path differs). The
 allowlist of what a rewrite may newly call (`may_call`) is exact names, in four classes: what a
 kernel launch and its registration need, compiler support, the C math library, and runtime
 calls that configure the candidate's own kernels or read fixed device facts.

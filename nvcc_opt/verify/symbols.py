@@ -7,6 +7,8 @@ flag 3), the project, or the region itself. The unit is parsed once; a name is l
 its text occurs, so a check pays for the names a candidate uses, not for every declaration of
 the standard library. A declaration the grammar could not read (tree-sitter misses some
 system-header syntax) is missing: a name found nowhere is the caller's to refuse.
+The tree-sitter readings it shares with the region reader (the parser, declarator and attribute
+names) are in `syntax.py`.
 """
 
 from __future__ import annotations
@@ -14,21 +16,20 @@ from __future__ import annotations
 import bisect
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
 import tree_sitter
-import tree_sitter_cuda
 
 from nvcc_opt.verify.preprocess import Preprocessed, Side, segments
+from nvcc_opt.verify.syntax import _indirect, attributes, blank_attributes, declarator_name, parser
 
 TOOLKIT, SYSTEM, PROJECT, REGION = "toolkit", "system", "project", "region"
 FUNCTION, VARIABLE, TYPE, ENUMERATOR = "function", "variable", "type", "enumerator"
 # Types a C/C++ compiler knows without a declaration; tree-sitter also reads the <stdint.h>
 # and <stddef.h> names (size_t, int32_t, ...) as primitive types.
 _ARITHMETIC_NODES = frozenset(("primitive_type", "sized_type_specifier"))
-_WORD = re.compile(r"[A-Za-z_]\w*")
 _ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*([\w:]+)\s*;")
 _NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
 _RECORDS = frozenset(("struct_specifier", "class_specifier", "union_specifier", "enum_specifier"))
@@ -43,11 +44,6 @@ _LOCAL = frozenset(
      "for_range_loop", "lambda_expression", "requires_expression", "template_parameter_list",
      "argument_list", "initializer_list", "template_argument_list")
 )  # fmt: skip
-
-
-@lru_cache(maxsize=1)
-def parser() -> tree_sitter.Parser:
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_cuda.language()))
 
 
 @dataclass(frozen=True)
@@ -384,106 +380,3 @@ def _member_names(body: tree_sitter.Node) -> Iterable[tree_sitter.Node]:
             name, _ = declarator_name(declarator)
             if name is not None:
                 yield name
-
-
-def attributes(node: tree_sitter.Node, text: Callable[[tree_sitter.Node], str]) -> frozenset[str]:
-    """Names in the `__attribute__((...))` and `[[...]]` specifiers among `node`'s children."""
-    found: set[str] = set()
-    for child in node.children:
-        if child.type in ("attribute_specifier", "attribute_declaration"):
-            found.update(attribute_names(child, text))
-    return frozenset(found)
-
-
-def attribute_names(spec: tree_sitter.Node, text: Callable[[tree_sitter.Node], str]) -> list[str]:
-    """The names one attribute specifier holds: `((device, launch_bounds(256)))`, `[[likely]]`."""
-    names: list[str] = []
-    for child in spec.named_children:
-        items = child.named_children if child.type == "argument_list" else [child]
-        for item in items:
-            if item.type == "call_expression" and (fn := item.child_by_field_name("function")):
-                item = fn
-            elif item.type == "attribute" and (named := item.child_by_field_name("name")):
-                item = named
-            names.append(text(item).strip("_") if item.type != "ERROR" else "?")
-    return names
-
-
-def declarator_name(node: tree_sitter.Node) -> tuple[tree_sitter.Node | None, bool]:
-    """The name a declarator declares, and whether it declares a function (not a pointer to
-    one: the declarator nearest the name decides)."""
-    function = False
-    while node is not None:
-        kind = node.type
-        if kind in _NAMES:
-            return node, function
-        if kind in _FORMS:
-            function = kind == "function_declarator"
-        inner = node.child_by_field_name("declarator")
-        if inner is None:
-            inner = next((c for c in node.named_children if c.type not in _NOT_INNER), None)
-        if inner is None:
-            return None, function
-        node = inner
-    return None, function
-
-
-_FORMS = frozenset(
-    ("function_declarator", "pointer_declarator", "reference_declarator", "array_declarator")
-)
-_NAMES = frozenset(
-    ("identifier", "field_identifier", "type_identifier", "qualified_identifier", "operator_name",
-     "destructor_name", "template_function", "primitive_type", "operator_cast")
-)  # fmt: skip
-_NOT_INNER = frozenset(("type_qualifier", "attribute_specifier", "ms_pointer_modifier"))
-
-
-def _indirect(declarator: tree_sitter.Node) -> bool:
-    """The declarator makes a pointer, reference or function (not the plain type, or arrays)."""
-    node: tree_sitter.Node | None = declarator
-    while node is not None:
-        if node.type in ("pointer_declarator", "reference_declarator", "function_declarator"):
-            return True
-        if node.type in _NAMES:
-            return False
-        inner = node.child_by_field_name("declarator")
-        node = inner or next((c for c in node.named_children if c.type not in _NOT_INNER), None)
-    return False
-
-
-# The attributes the table keeps; the grammar misreads others in some places (`enum
-# __attribute__((device_builtin)) cudaError {` reads as a function and swallows what follows).
-_KEPT_ATTRIBUTES = frozenset(("host", "device", "global", "constant", "shared", "managed"))
-
-
-def blank_attributes(text: str) -> str:
-    """`text` with every `__attribute__((...))` that holds none of `_KEPT_ATTRIBUTES` blanked
-    (spaces, newlines kept, so rows do not move)."""
-    pieces: list[str] = []
-    done = 0
-    at = text.find("__attribute__")
-    while at >= 0:
-        open_at = at + len("__attribute__")
-        while open_at < len(text) and text[open_at] in " \t\n":
-            open_at += 1
-        end = _close(text, open_at) if text.startswith("(", open_at) else -1
-        if end < 0:
-            at = text.find("__attribute__", open_at)
-            continue
-        words = {w.strip("_") for w in _WORD.findall(text, open_at, end)}
-        if not words & _KEPT_ATTRIBUTES:
-            pieces += [text[done:at], "".join(c if c == "\n" else " " for c in text[at:end])]
-            done = end
-        at = text.find("__attribute__", end)
-    pieces.append(text[done:])
-    return "".join(pieces)
-
-
-def _close(text: str, at: int) -> int:
-    """One past the parenthesis that closes the one at `at`; -1 when none does."""
-    depth = 0
-    for i in range(at, min(len(text), at + 4096)):
-        depth += (text[i] == "(") - (text[i] == ")")
-        if depth == 0:
-            return i + 1
-    return -1
