@@ -1,0 +1,57 @@
+"""What the original region does, over all its sides: the `Reference` the allowlist judges a
+candidate against (what it uses and calls, and with which string literals, the functions and
+namespaces it defines, its host asm, launch streams, attributes, directives, static-storage
+variables and the files its translation unit reads). Built once per original and kept.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+from nvcc_opt.verify.preprocess import Preprocessed
+from nvcc_opt.verify.region_code import RegionCode
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What the original region does, over all its sides."""
+
+    uses: frozenset[str]  # last components of the names it uses and does not define
+    calls: dict[str, set[tuple[tuple[str, ...], ...]]]  # name -> string literals by argument
+    functions: frozenset[str]  # qualified names of the functions it defines
+    namespaces: frozenset[str]
+    host_asm: frozenset[str]
+    streams: frozenset[str]
+    attributes: frozenset[str]
+    directives: frozenset[str]  # whitespace-normalized
+    variables: frozenset[tuple[str, str]]  # (name, where) of its static-storage variables
+    files: frozenset[str]  # every file its translation unit reads (real paths)
+
+
+@lru_cache(maxsize=4)
+def reference_of(original: Preprocessed) -> Reference:
+    codes = [RegionCode(side) for side in original.sides]
+    calls: dict[str, set[tuple[tuple[str, ...], ...]]] = {}
+    for use in (u for code in codes for u in code.uses):
+        if use.called and use.shape is not None:
+            calls.setdefault(unqualified(use.name), set()).add(use.shape)
+    files = {os.path.realpath(s.file) for side in original.sides for s in side.segments}
+    return Reference(
+        uses=frozenset(unqualified(u.name) for code in codes for u in code.uses),
+        calls=calls,
+        functions=frozenset(d.qualified for code in codes for d in code.definitions),
+        namespaces=frozenset(n for code in codes for n, _ in code.namespaces),
+        host_asm=frozenset(text for code in codes for text, _ in code.host_asm),
+        streams=frozenset(text for code in codes for text, _ in code.launch_streams),
+        attributes=frozenset(name for code in codes for name, _ in code.attributes),
+        directives=frozenset(" ".join(t.split()) for code in codes for t, _ in code.directives),
+        variables=frozenset((v.name, v.where) for code in codes for v in code.variables),
+        files=frozenset(files),
+    )
+
+
+def unqualified(name: str) -> str:
+    """The last component of a name: `std::max` -> `max`."""
+    return name.rsplit("::", 1)[-1]
