@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nvcc_opt.verify import host_rules, objects, ptx_rules
+from nvcc_opt.verify import host_rules, objects, ptx_facts, ptx_rules
 from nvcc_opt.verify.host_symbols import Elsewhere, HostSymbol, HostSymbols
 from nvcc_opt.verify.object_names import in_library_scope, may_call, normalize, outer_scope
 from nvcc_opt.workspace.runner import ProcessRunner, ScriptedRunner, completed
@@ -193,7 +193,7 @@ def test_the_host_copy_of_a_constant_table_is_registered_and_nothing_else(
     compiled: dict[str, Compiled],
 ) -> None:
     host = objects.read_host(compiled["honest__constant_table"].obj, ProcessRunner())
-    ptx = ptx_rules.ptx_facts(objects.ptx_texts(compiled["honest__constant_table"].keep))
+    ptx = ptx_facts.ptx_facts(objects.ptx_texts(compiled["honest__constant_table"].keep))
     assert host.defined["_ZL13kCoefficients"].writable
     assert "kCoefficients" in ptx.read_only_variables()
     assert {"_Z12launch_scalePKfPfS1_i"}.isdisjoint(host.referrers("_ZL13kCoefficients"))
@@ -343,7 +343,7 @@ $L__BB0_2:
 
 
 def test_ptx_facts_from_text() -> None:
-    facts = ptx_rules.ptx_facts(PTX)
+    facts = ptx_facts.ptx_facts(PTX)
     variables = facts.variables
     assert variables["table"].read_only  # its address only feeds a load
     assert variables["counter"].writers == {"kernel"}  # an atomic writes it
@@ -356,14 +356,14 @@ def test_ptx_facts_from_text() -> None:
 
 
 def test_ptx_reasons_compare_with_the_original() -> None:
-    original = ptx_rules.ptx_facts(PTX.replace("%envreg3", "%laneid"))
-    candidate = ptx_rules.ptx_facts(PTX)
+    original = ptx_facts.ptx_facts(PTX.replace("%envreg3", "%laneid"))
+    candidate = ptx_facts.ptx_facts(PTX)
     assert ptx_rules.ptx_reasons(candidate, candidate) == []
     assert ptx_rules.ptx_reasons(original, candidate) == [
         "ptx: kernel reads special register %envreg3, which the original does not (timers, "
         "environment and performance-monitor registers are not allowed)"
     ]
-    empty = ptx_rules.ptx_facts(".version 9.0\n.target sm_90\n.address_size 64\n")
+    empty = ptx_facts.ptx_facts(".version 9.0\n.target sm_90\n.address_size 64\n")
     reasons = ptx_rules.ptx_reasons(empty, candidate)
     assert any(r.startswith("ptx: declares device variable counter") for r in reasons)
     assert any(r.startswith("ptx: declares device variable leaked") for r in reasons)
@@ -374,7 +374,7 @@ def test_ptx_reasons_compare_with_the_original() -> None:
 
 def test_a_read_only_device_variable_the_rewrite_now_writes() -> None:
     written = PTX.replace("ld.global.u32 \t%r2, [%rd4];", "st.global.u32 \t[%rd4], %r1;")
-    reasons = ptx_rules.ptx_reasons(ptx_rules.ptx_facts(PTX), ptx_rules.ptx_facts(written))
+    reasons = ptx_rules.ptx_reasons(ptx_facts.ptx_facts(PTX), ptx_facts.ptx_facts(written))
     assert reasons == [
         "ptx: kernel now writes device variable table, which the original only read: state "
         "kept across launches"

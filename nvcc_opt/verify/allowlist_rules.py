@@ -22,7 +22,9 @@ from nvcc_opt.verify.allowlist_lists import (
     TIMER_PARTS,
 )
 from nvcc_opt.verify.allowlist_reference import Reference, unqualified
-from nvcc_opt.verify.region_code import RegionCode, Use, Variable
+from nvcc_opt.verify.region_code import RegionCode
+from nvcc_opt.verify.region_definitions import Variable
+from nvcc_opt.verify.region_uses import Use
 from nvcc_opt.verify.symbols import (
     FUNCTION,
     PROJECT,

@@ -37,7 +37,8 @@ from nvcc_opt.verify.object_names import (
     replaces_global_operator,
     shown,
 )
-from nvcc_opt.verify.ptx_rules import Demangle, PtxFacts
+from nvcc_opt.verify.ptx_facts import PtxFacts
+from nvcc_opt.verify.ptx_rules import Demangle
 
 # nvcc's functions that register device variables (the second inlines the first at -O3).
 _REGISTRATION = frozenset(

@@ -10,7 +10,7 @@ new global definitions unique program-wide, H2 new calls and their reach on an a
 new writable data) are in `host_rules.py`, the device rules in `ptx_rules.py`.
 
 This module runs the tools through a `Runner` and hands their output to the pure parts
-(`host_symbols.host_symbols`, `host_rules.host_reasons`; `ptx_rules.ptx_facts`, `ptx_reasons`):
+(`host_symbols.host_symbols`, `host_rules.host_reasons`; `ptx_facts.ptx_facts`, `ptx_reasons`):
 `read_host`, `defined_elsewhere`, `linkable_files`, `demangler`, `ptx_texts`, `object_reasons`.
 """
 
@@ -24,7 +24,8 @@ from pathlib import Path
 
 from nvcc_opt.verify.host_rules import host_reasons
 from nvcc_opt.verify.host_symbols import Elsewhere, HostSymbols, host_symbols
-from nvcc_opt.verify.ptx_rules import Demangle, ptx_facts, ptx_reasons
+from nvcc_opt.verify.ptx_facts import ptx_facts
+from nvcc_opt.verify.ptx_rules import Demangle, ptx_reasons
 from nvcc_opt.workspace.runner import Runner
 
 __all__ = [

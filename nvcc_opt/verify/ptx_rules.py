@@ -6,9 +6,6 @@ registers, cache policies and sleeps, each by function and through its callees) 
 has, anything not allowed that this function did not already have; for a new function, anything
 not allowed unless a function the rewrite removed (one it replaced: a fused kernel) had it.
 Reasons start `ptx: ` and name the function.
-
-`PtxFacts` and `ptx_facts` are re-exported here for `objects.py`, which imports them from this
-module with `ptx_reasons`.
 """
 
 from __future__ import annotations
@@ -16,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 
 from nvcc_opt.verify.object_names import shown
-from nvcc_opt.verify.ptx_facts import PtxFacts as PtxFacts
-from nvcc_opt.verify.ptx_facts import ptx_facts as ptx_facts
+from nvcc_opt.verify.ptx_facts import PtxFacts
 
 Demangle = Callable[[Collection[str]], Mapping[str, str]]
 

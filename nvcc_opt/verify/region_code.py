@@ -6,7 +6,7 @@ lines counted in the code the model wrote: the names it uses that it does not de
 definitions, its variables with static storage, attributes, pragmas, `asm` statements and kernel
 launch streams. A name counts as the region's own only where a definition of it is in scope: a
 prototype or an `extern` declaration owns nothing, it names something defined elsewhere.
-Pure: no I/O; the rules that judge these facts are in `allowlist.py`.
+Pure: no I/O; the rules that judge these facts are in `allowlist_rules.py`.
 
 The passes are `RegionCode`'s bases, one module each: `region_scopes` (the parse, and what the
 region declares in which scope), `region_definitions` (namespace-scope functions and variables
