@@ -3,11 +3,12 @@
 compile_args are data (a model's tool call, a final answer, an imported file, a row of the store)
 that end up on an nvcc command line, and nvcc starts the host compiler, ptxas and the linker,
 some of them through `sh`. So only options that change the generated code are allowed, each value
-matched exactly, in every spelling nvcc 13 accepts (see nvcc_opt.launcher.argv: an option with a
-value takes `-s v`, `-s=v`, `--long v`, `--long=v`, and only `-O` of these also `-sV`; flags have a
-short and a long name). Everything else is refused: unknown options, host compiler and tool
-options, macros and include paths (they change code outside the region), outputs, options files,
-other modes, and any character no allowed option uses (whitespace, quotes, shell characters).
+matched exactly, in every spelling nvcc 13 accepts (see nvcc_opt.launcher.option_table: an
+option with a value takes `-s v`, `-s=v`, `--long v`, `--long=v`, and only `-O` of these also
+`-sV`; flags have a short and a long name). Everything else is refused: unknown options, host
+compiler and tool options, macros and include paths (they change code outside the region),
+outputs, options files, other modes, and any character no allowed option uses (whitespace, quotes,
+shell characters).
 
 Pure and cheap to import (no `re`): the launcher checks stored rewrites on every tagged compile.
 """

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from nvcc_opt.launcher.argv import (
-    ALL_OPTIONS,
     CompileJob,
     PassThrough,
     parse,
     split_options_text,
     with_source,
 )
+from nvcc_opt.launcher.option_table import ALL_OPTIONS
 
 CWD = "/w"
 SOURCES = {"a.cu": "__global__ void k() {}\n", "b.cpp": "int f() { return 1; }\n"}

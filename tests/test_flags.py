@@ -12,6 +12,7 @@ import pytest
 
 from nvcc_opt import flags
 from nvcc_opt.launcher import argv
+from nvcc_opt.launcher.option_table import ALL_OPTIONS, Opt
 from tests.conftest import needs_nvcc
 
 HOPPER = ("compute_90", "sm_90")  # what `-arch=sm_90` normalises to (CompileJob.targets)
@@ -273,9 +274,9 @@ ALLOWED_NAMES |= {a.split("=")[0] for a in ALLOWED_NAMES}
 
 
 @pytest.mark.parametrize(
-    "opt", [o for o in argv.ALL_OPTIONS if {o.long, o.short}.isdisjoint(ALLOWED_NAMES)]
+    "opt", [o for o in ALL_OPTIONS if {o.long, o.short}.isdisjoint(ALLOWED_NAMES)]
 )
-def test_every_other_option_of_nvccs_table_is_refused_in_every_spelling(opt: argv.Opt) -> None:
+def test_every_other_option_of_nvccs_table_is_refused_in_every_spelling(opt: Opt) -> None:
     """Measured against the launcher's table of nvcc 13's options, not a list of known attacks."""
     for name in filter(None, (opt.long, opt.short)):
         for args in ([name], [f"{name}=1"], [name, "1"], [f"{name}1"]):

@@ -3,7 +3,8 @@
 Fails open: any problem in here runs the original command unchanged and says why, briefly; so
 does a substituted compile that exits 0 without writing its object (it counts as failed). Exit
 code, stdout and stderr of the compiler pass through; with no accepted rewrite the compiler runs on
-the original arguments, so the object is the one plain nvcc makes.
+the original arguments, so the object is the one plain nvcc makes. What the compile will do is
+decided in `prepare`; what follows it is in `after_compile`.
 
 Start-up counts on every tagged compile: only the standard library's cheapest modules load here;
 the database is opened only when the accepted-files index names this file or a compile has not
@@ -17,78 +18,17 @@ import stat
 import sys
 
 from nvcc_opt import paths
-from nvcc_opt._sha import sha256
 from nvcc_opt.commands import GUARD
-from nvcc_opt.launcher import argv, candidate, chain, depfile, plan, spawn
-from nvcc_opt.regions.scan import region_text, scan
-from nvcc_opt.values import AcceptedRewrite, CompileContext, RegionSpan
+from nvcc_opt.launcher import argv, candidate, spawn
+from nvcc_opt.launcher.after_compile import fix_depfile, record, suspect
+from nvcc_opt.launcher.notices import notice, storable
+from nvcc_opt.launcher.prepare import Tagged, prepare
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-NVCC_ENV = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
 PROBE_TIMEOUT_S = 30.0
-
-
-def notice(message: str) -> None:
-    say(f"nvcc-opt: {message}\n")
-
-
-def say(text: str) -> None:
-    """Write to stderr; a path's bytes that are not UTF-8 come out as they are, as nvcc's do."""
-    buffer = getattr(sys.stderr, "buffer", None)
-    if buffer is None:  # a text-only stream (embedded): its own error handler decides
-        sys.stderr.write(text)
-        sys.stderr.flush()
-        return
-    try:
-        data = text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        data = text.encode("utf-8", "backslashreplace")
-    sys.stderr.flush()
-    buffer.write(data)
-    buffer.flush()
-
-
-def shown(path: str) -> str:
-    """A path as printable text (bytes that are not UTF-8 as \\xNN), for messages kept as text."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def storable(path: str) -> bool:
-    """Whether the store (SQLite text) can hold `path`: not when it is not UTF-8."""
-    try:
-        path.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-class Tagged:
-    """A compile of a tagged source, with everything decided before the compiler runs."""
-
-    __slots__ = ("chain", "job", "file", "source", "regions", "plan", "store", "candidate")
-
-    def __init__(
-        self,
-        found: chain.Chain,
-        job: argv.CompileJob,
-        file: str,
-        source: bytes,
-        regions: tuple[RegionSpan, ...],
-        decided: plan.Plan,
-        store: str,
-        is_candidate: bool,
-    ) -> None:
-        self.chain = found
-        self.job = job
-        self.file = file  # real absolute path of the source
-        self.source = source
-        self.regions = regions
-        self.plan = decided
-        self.store = store
-        self.candidate = is_candidate  # a private tree's candidate: fail closed, record nothing
 
 
 def run(rest: list[str]) -> int:
@@ -117,96 +57,6 @@ def _call(command: list[str]) -> int:
         return 127
 
 
-def _read_text(path: str) -> str:
-    with open(path, encoding="utf-8", errors="surrogateescape") as handle:
-        return handle.read()
-
-
-def _parent_comm() -> str:
-    try:
-        with open(f"/proc/{os.getppid()}/comm", encoding="utf-8") as handle:
-            return handle.read().strip()
-    except OSError:
-        return ""
-
-
-def prepare(rest: list[str]) -> Tagged | None:
-    found = chain.split_chain(rest)
-    if found is None or not chain.is_nvcc(found.compiler):
-        return None
-    job = argv.parse(found.args, _read_text, os.getcwd())
-    if isinstance(job, argv.PassThrough):
-        return None
-    file = os.path.realpath(job.source)
-    with open(file, "rb") as handle:
-        source = handle.read()
-    result = scan(source)
-    for warning in result.warnings:
-        say(f"{job.source}:{warning.line}: warning: nvcc-opt: {warning.message}\n")
-    if not result.regions:
-        return None
-    store = paths.store_file(near=os.path.dirname(file))
-    fix = chain.ccache_first_fix(_parent_comm())
-    if fix and paths.say_once(store, fix):
-        notice(fix)
-    accepted = _accepted(store, file, result.regions) if _in_store(store, file) else []
-    proposal = candidate.load()
-    mine = proposal is not None and proposal.file == file
-    if proposal is not None and mine:
-        if proposal.region_hash not in {r.text_hash for r in result.regions}:
-            raise candidate.CandidateError(f"no region with hash {proposal.region_hash} in {file}")
-        accepted = [a for a in accepted if a.region_hash != proposal.region_hash]
-        accepted.append(proposal.as_rewrite())
-    decided = plan.plan(result.regions, accepted, job.targets)
-    for outcome in decided.outcomes:
-        dropped = outcome.rewrite is None and outcome.region.text_hash == getattr(
-            proposal, "region_hash", None
-        )
-        if mine and dropped:
-            raise candidate.CandidateError(outcome.why)
-        if outcome.warn:
-            say(f"{job.source}:{outcome.region.pragma_line}: warning: nvcc-opt: {outcome.why}\n")
-    return Tagged(found, job, file, source, result.regions, decided, store, mine)
-
-
-def _in_store(store: str, file: str) -> bool:
-    """Whether the store can hold `file` (SQLite text is UTF-8); says once why not."""
-    if storable(file):
-        return True
-    message = (
-        f"{shown(file)}: a path that is not UTF-8 cannot be kept in the store; its regions"
-        " compile as they are and are not recorded"
-    )
-    if paths.say_once(store, message):
-        notice(message)
-    return False
-
-
-def _accepted(store: str, file: str, regions: tuple[RegionSpan, ...]) -> list[AcceptedRewrite]:
-    from nvcc_opt.store import accepted
-
-    found = accepted.lookup(store, file, [r.text_hash for r in regions])
-    if found.problem:
-        from nvcc_opt.launcher import once
-
-        message = f"accepted rewrites not applied ({found.problem}); compiling the original"
-        if once.first_time(message):
-            notice(message)
-    if found.cause == accepted.LOCKED:
-        import atexit  # the object will be the original's: the next build compiles it again
-
-        atexit.register(_touch_stamps, store, file, regions)
-    return list(found.rewrites)
-
-
-def _touch_stamps(store: str, file: str, regions: tuple[RegionSpan, ...]) -> None:
-    for region in regions:
-        try:
-            paths.touch_stamp(paths.stamp_file(store, file, region.name))
-        except OSError:
-            return
-
-
 def execute(tagged: Tagged) -> int:
     version = _start_version_probe(tagged.chain.compiler)
     original = tagged.chain.command(list(tagged.job.args))
@@ -225,15 +75,15 @@ def execute(tagged: Tagged) -> int:
             copy = None
             code = _call(original)
             if code == 0 and errors:
-                _after_compile(_suspect, tagged, errors)
+                _after_compile(suspect, tagged, errors)
     else:
         code = _call(original)
     if tagged.candidate:
         stamps.append(os.environ[candidate.ENV])  # a new candidate rebuilds this object
     if code == 0:
-        _after_compile(_fix_depfile, tagged, copy, stamps)
+        _after_compile(fix_depfile, tagged, copy, stamps)
     if not (tagged.candidate or os.environ.get(candidate.PRIVATE)) and storable(tagged.file):
-        _after_compile(lambda: _record(tagged, _finish_version_probe(version)))
+        _after_compile(lambda: record(tagged, _finish_version_probe(version)))
     return code
 
 
@@ -340,42 +190,6 @@ def _written(path: str, before: tuple[int, ...] | None) -> bool:
     return after is not None and after != before
 
 
-def _suspect(tagged: Tagged, errors: str) -> None:
-    from nvcc_opt.store import fast
-
-    first = next((line for line in errors.splitlines() if "error" in line), "compiler failed")
-    for _, rewrite in tagged.plan.applied:
-        reason = f"substituted compile failed: {first.strip()[:300]}"
-        try:
-            newly = fast.mark_suspect(tagged.store, rewrite.id, reason)
-        except fast.FastStoreError:
-            newly = True
-        if newly:
-            notice(
-                f"accepted rewrite #{rewrite.id} in {tagged.job.source} failed to compile "
-                f"({first.strip()[:200]}); built the original and marked the rewrite suspect "
-                f"(nvcc-opt explain {tagged.job.source})"
-            )
-
-
-def _fix_depfile(tagged: Tagged, copy: str | None, stamps: list[str]) -> None:
-    job = tagged.job
-    if job.depfile_mode is None:
-        return
-    name = job.depfile
-    if name is None:
-        output = job.output or os.path.splitext(os.path.basename(job.source))[0] + ".o"
-        name = os.path.splitext(output)[0] + ".d"
-    try:
-        with open(name, encoding="utf-8", errors="surrogateescape") as handle:
-            text = handle.read()
-        fixed = depfile.fix(text, copy, job.source, stamps, job.dep_phony)
-        with open(name, "w", encoding="utf-8", errors="surrogateescape") as handle:
-            handle.write(fixed)
-    except OSError as exc:
-        notice(f"could not update depfile {name} ({exc.strerror})")
-
-
 def _start_version_probe(compiler: str) -> spawn.Spawned | None:
     try:
         return spawn.start([compiler, "--version"], _env(), pipe=True)
@@ -388,37 +202,3 @@ def _finish_version_probe(probe: spawn.Spawned | None) -> str:
         return ""
     lines = probe.read(PROBE_TIMEOUT_S).decode(errors="replace").strip().splitlines()
     return "\n".join(lines[-2:])
-
-
-def _record(tagged: Tagged, version: str) -> None:
-    """Remember the regions and the command, unless this exact compile was recorded already."""
-    job = tagged.job
-    context = CompileContext(
-        compiler_version=version,
-        host_compiler=job.host_compiler,
-        flags=job.key_flags,
-        nvcc_env=tuple((k, os.environ[k]) for k in NVCC_ENV if k in os.environ),
-        file_hash=sha256(tagged.source).hexdigest(),
-        targets=job.targets,
-    )
-    output = os.path.abspath(job.output or os.path.basename(job.source) + ".o")
-    command = tagged.chain.command(list(job.args))
-    key = repr((tagged.file, output, os.getcwd(), command, context, tagged.regions))
-    marker = paths.seen_marker(tagged.store, key)
-    if os.path.exists(marker):
-        return
-    from nvcc_opt.store import fast
-
-    regions = [(r, region_text(tagged.source, r)) for r in tagged.regions]
-    try:
-        fast.record_compile(
-            tagged.store, tagged.file, regions, output, command, os.getcwd(), context
-        )
-    except fast.FastStoreError as exc:
-        from nvcc_opt.launcher import once
-
-        message = f"could not record this compile in {tagged.store} ({exc})"
-        if once.first_time(message):
-            notice(message)
-        return
-    paths.mark(paths.seen_marker(tagged.store, key))  # the store may have been created just now
