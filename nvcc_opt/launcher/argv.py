@@ -11,11 +11,7 @@ from __future__ import annotations
 import posixpath
 
 from nvcc_opt.launcher.gpu_targets import normalise_targets
-
-# Re-exported (`as`): nvcc_opt/workspace/unit.py and nvcc_opt/verify/preprocess.py read them here
-from nvcc_opt.launcher.option_table import ALL_OPTIONS as ALL_OPTIONS
-from nvcc_opt.launcher.option_table import BY_NAME, GLUED, Opt
-from nvcc_opt.launcher.option_table import Role as Role
+from nvcc_opt.launcher.option_table import BY_NAME, GLUED, Opt, Role
 from nvcc_opt.values import Value
 
 TYPE_CHECKING = False

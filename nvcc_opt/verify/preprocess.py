@@ -29,6 +29,7 @@ from pathlib import Path
 
 from nvcc_opt.launcher import argv, chain
 from nvcc_opt.launcher.main import quote_include
+from nvcc_opt.launcher.option_table import Role
 from nvcc_opt.regions.lexer import DIRECTIVE, bom_length, tokenize
 from nvcc_opt.values import RegionSpan
 from nvcc_opt.workspace.runner import Runner
@@ -38,8 +39,8 @@ DEFAULT_TIMEOUT_S = 60.0
 REGION_FILE = "<@optimize region>"  # what `__FILE__` reads inside the region, on every run
 _COPY_NAME = "nvcc-opt-preprocess"  # + the source's extension (nvcc picks the language by it)
 _DROPPED = frozenset(
-    (argv.Role.OUTPUT, argv.Role.DEPFILE, argv.Role.DEP_MODE, argv.Role.DEP_TARGET)
-    + (argv.Role.DEP_FLAG, argv.Role.COMPILE, argv.Role.DEVICE_COMPILE, argv.Role.NO_KEY)
+    (Role.OUTPUT, Role.DEPFILE, Role.DEP_MODE, Role.DEP_TARGET)
+    + (Role.DEP_FLAG, Role.COMPILE, Role.DEVICE_COMPILE, Role.NO_KEY)
 )
 
 

@@ -16,14 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nvcc_opt.commands import GUARD
-from nvcc_opt.launcher import argv, candidate, chain
+from nvcc_opt.launcher import candidate, chain
+from nvcc_opt.launcher.option_table import ALL_OPTIONS, Role
 from nvcc_opt.workspace.runner import Runner
 
-_DROPPED = frozenset(
-    (argv.Role.OUTPUT, argv.Role.DEPFILE, argv.Role.DEP_MODE, argv.Role.DEP_TARGET)
-    + (argv.Role.DEP_FLAG,)
-)
-_OPTIONS = {name: opt for opt in argv.ALL_OPTIONS for name in (opt.long, opt.short) if name}
+_DROPPED = frozenset((Role.OUTPUT, Role.DEPFILE, Role.DEP_MODE, Role.DEP_TARGET) + (Role.DEP_FLAG,))
+_OPTIONS = {name: opt for opt in ALL_OPTIONS for name in (opt.long, opt.short) if name}
 
 
 class UnitError(RuntimeError):
