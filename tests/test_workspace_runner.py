@@ -3,9 +3,11 @@ Containment at each level (namespaces, subreaper) is in test_workspace_contain.p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -108,6 +110,39 @@ def test_background_jobs_left_behind_are_killed(tmp_path: Path) -> None:
     )
     assert done.ok and done.wall_s < 5
     assert _gone(_pids(done.stdout))
+
+
+@pytest.mark.parametrize("background", ["sleep", "setsid sleep"])
+def test_an_unsandboxed_run_ends_when_its_caller_is_killed(tmp_path: Path, background: str) -> None:
+    """The caller SIGKILLed mid-run: the run's shell and the sleep it left in the background
+    (in its group, or in a session of its own) end with it, as a sandboxed run does."""
+    word = f"{600 + os.getpid() % 97}.{time.monotonic_ns() % 10**6}"  # finds what was left
+    pids = tmp_path / "pids"
+    written = f"echo $$ $! > {pids}.part && mv {pids}.part {pids}"
+    script = f"{background} {word} & {written}; sleep {word}"
+    caller = (
+        "from pathlib import Path\n"
+        "from nvcc_opt.workspace.runner import ProcessRunner\n"
+        f"ProcessRunner().run(['sh', '-c', {script!r}], cwd=Path({str(tmp_path)!r}),"
+        " timeout_s=120, sandbox=False)\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", caller], cwd=Path(__file__).parents[1])
+    started: list[int] = []
+    try:
+        deadline = time.monotonic() + 30
+        while not pids.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        started = _pids(pids.read_text())
+        assert len(started) == 2 and all(_alive(pid) for pid in started)
+        process.kill()
+        process.wait()
+        assert _gone(started, within_s=5), "the run outlived its caller"
+    finally:
+        process.kill()
+        process.wait()
+        for pid in [*started, *_running(word)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_output_is_capped_keeping_head_and_tail(tmp_path: Path) -> None:

@@ -8,6 +8,10 @@
    no one running as root;
 4. else nothing: not Linux, or not even a subreaper.
 
+Every level ends a run with the process that started it, SIGKILL included: bubblewrap dies with
+its parent, the supervisor gets a parent-death signal, and a run under nothing (an unsandboxed
+run: NONE) carries the tag of this process's keeper (`lifeline.py`), which kills it then.
+
 `Contained` is one run under the chosen level: the command to start, its environment and the
 pipe it reports on; after the run, what actually held (`outcome`). A run is *contained* when
 its processes cannot outlive it and the read-only folders it was given could not be written.
@@ -26,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from nvcc_opt.workspace import contain, sandbox, writeprotect
+from nvcc_opt.workspace import contain, lifeline, sandbox, writeprotect
 
 BUBBLEWRAP, NAMESPACES, SUBREAPER, NONE = "bubblewrap", "namespaces", "subreaper", "none"
 LADDER = (BUBBLEWRAP, NAMESPACES, SUBREAPER)
@@ -141,6 +145,7 @@ class Contained:
         self.network = network
         self.env = None if env is None else dict(env)
         self.pass_fds: tuple[int, ...] = ()
+        self._tag: int | None = None  # NONE: the run ends with this process (lifeline.py)
         self._pipe: tuple[int, int] | None = None
         self._stack = contextlib.ExitStack()
         self._guard: writeprotect.Guard | None = None  # subreaper: the read-only folders
@@ -160,6 +165,9 @@ class Contained:
                     **(os.environ if env is None else env),
                     "TMPDIR": str(self.writable[-1]),
                 }
+        elif kind == NONE:
+            self._tag = lifeline.tag()
+            self.pass_fds = () if self._tag is None else (self._tag,)
 
     def _missing_writable(self) -> None:
         for folder in self.writable:
@@ -197,14 +205,23 @@ class Contained:
         trace: TracebackType | None,
     ) -> None:
         self._stack.close()  # permissions back as they were, once the run is over
+        self._drop_tag()
         if self._pipe is not None:
             for fd in self._pipe:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             self._pipe = None
 
+    def _drop_tag(self) -> None:
+        if self._tag is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._tag)
+            self._tag = None
+
     def started(self) -> None:
-        """The run started (or could not): this process no longer needs the report's write end."""
+        """The run started (or could not): this process no longer needs the report's write end,
+        nor its copy of the run's tag."""
+        self._drop_tag()
         if self._pipe is not None and self._pipe[1] >= 0:
             os.close(self._pipe[1])
             self._pipe = (self._pipe[0], -1)

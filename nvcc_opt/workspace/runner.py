@@ -7,6 +7,9 @@ said in the text), and decoded. With `sandbox=True` the run is contained at the 
 that works here (see `containment.py`: bubblewrap, namespaces, a subreaper): then every process
 it starts ends with it, also those that left its group (setsid, double fork), and it cannot write
 the `readonly` folders; every result says in `contained`, `sandboxed` and `note` what held.
+Every run, sandboxed or not, ends with its whole process group when the process that started it
+dies, SIGKILL included (an unsandboxed one through `lifeline.py`'s keeper: one more inherited
+descriptor, the keeper's tag).
 A long run can stream its stdout line by line (`on_line`) and be ended early by a `stop` event
 as a timeout ends it; an unsandboxed one can get another first signal (SIGINT, so a program
 that reports what it did so far on Ctrl-C does) and a longer grace. `ScriptedRunner` is the
