@@ -32,6 +32,8 @@ import os
 import sys
 import time
 
+from nvcc_opt.workspace.proc_tree import PASS, kill_descendants, sweep
+
 TYPE_CHECKING = False  # typing and signal (enum) cost more start-up than the rest of this file
 if TYPE_CHECKING:
     import signal as _signal
@@ -58,7 +60,6 @@ KEPT = (
 KERNEL_FOLDERS = ("/dev", "/proc")  # left as they are: the GPU's device nodes; /proc is new
 WATCHED = {_signal.SIGCHLD, _signal.SIGTERM, _signal.SIGUSR1}
 EXIT_SETUP = 125
-PASS = 0.05  # seconds between kills while a killed process is still dying
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -289,68 +290,6 @@ def _spawn_command(options: Options) -> int:
     return child
 
 
-def _stat(pid: int) -> list[bytes]:
-    """The fields of /proc/PID/stat after the command name (state first); [] when gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return []
-
-
-def _descendants(root: int) -> list[tuple[int, bytes]]:
-    """(pid, start time) of every process below `root`, from one scan of /proc."""
-    children: dict[int, list[tuple[int, bytes]]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit() and (fields := _stat(int(name))):
-            children.setdefault(int(fields[1]), []).append((int(name), fields[19]))
-    found, queue = [], [root]
-    while queue:
-        for pid, started in children.get(queue.pop(), []):
-            found.append((pid, started))
-            queue.append(pid)
-    return found
-
-
-def _kill(pid: int, started: bytes) -> None:
-    """SIGKILL `pid` if it is still the process scanned (a pidfd pins it against pid reuse)."""
-    try:
-        handle = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    except OSError:  # no pidfd here (Linux before 5.3): a plain kill, with its small race
-        handle = -1
-    try:
-        fields = _stat(pid)
-        if fields and fields[19] == started and handle >= 0:
-            _signal.pidfd_send_signal(handle, _signal.SIGKILL)
-        elif fields and fields[19] == started:
-            os.kill(pid, _signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    finally:
-        if handle >= 0:
-            os.close(handle)
-
-
-def _kill_descendants() -> None:
-    for pid, started in _descendants(os.getpid()):
-        _kill(pid, started)
-
-
-def _sweep() -> None:
-    """Kill and reap every descendant until none is left: killing a parent hands its children
-    to this subreaper, and a process may fork between a scan and its kill."""
-    while True:
-        _kill_descendants()
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:
-            return
-        time.sleep(0.002)
-
-
 def _reaped(child: int, reaper: bool) -> int | None:
     """`child`'s wait status once it ended; a subreaper reaps the orphans it inherits too."""
     if not reaper:
@@ -431,10 +370,10 @@ def main(words: list[str]) -> NoReturn:
         os._exit(EXIT_SETUP)
     _prctl(PR_SET_DUMPABLE, 0)  # the run's processes cannot ptrace this one or open its pipes
     reaper = options.mode == "subreaper"
-    kill_all = _kill_descendants if reaper else lambda: os.kill(child, _signal.SIGKILL)
+    kill_all = kill_descendants if reaper else lambda: os.kill(child, _signal.SIGKILL)
     status = _supervise(child, kill_all, reaper, options.grace)
     if reaper:
-        _sweep()
+        sweep()
     else:
         status, error = _status_from_init(status, init_pipe)
         if error:

@@ -6,7 +6,7 @@ compile, a tool) has none: were its caller killed, the run would go on as orphan
 build folder while a rerun configures the same one. So a process that runs commands unsandboxed
 has one *keeper* (`python -I -S`, started with its first such run, in a session of its own). The
 keeper gets the parent-death signal the supervisor gets, with contain.py's `prctl`; once its
-caller is gone it kills every process of those runs, with contain.py's pid-reuse-safe kill.
+caller is gone it kills every process of those runs, with proc_tree.py's pid-reuse-safe kill.
 
 Which processes those are needs no bookkeeping per run: each run inherits one end of the
 keeper's pipe, its *tag* (one more open file descriptor, which nothing reads or writes). The
@@ -27,7 +27,7 @@ import os
 import sys
 import time
 
-from nvcc_opt.workspace import contain
+from nvcc_opt.workspace import contain, proc_tree
 
 TYPE_CHECKING = False  # as in contain.py: the keeper starts with as few imports as it can
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ def keep(words: list[str]) -> None:
     deadline = time.monotonic() + SWEEP_S
     while _held() and time.monotonic() < deadline:
         _kill_holders(link)
-        time.sleep(contain.PASS)
+        time.sleep(proc_tree.PASS)
 
 
 def _held() -> bool:
@@ -179,14 +179,14 @@ def _holders(link: str) -> list[int]:
 def _kill_holders(link: str) -> None:
     """SIGKILL every process holding the tag, the group each leads, every process below those
     (found before any is killed: a killed parent's children are handed on)."""
-    holders = [(pid, fields) for pid in _holders(link) if (fields := contain._stat(pid))]
+    holders = [(pid, fields) for pid in _holders(link) if (fields := proc_tree.stat(pid))]
     leaders = [(pid, fields[19]) for pid, fields in holders if int(fields[2]) == pid]
-    below = [found for pid, _ in leaders for found in contain._descendants(pid)]
+    below = [found for pid, _ in leaders for found in proc_tree.descendants(pid)]
     for pid, started in leaders:
-        if contain._stat(pid)[19:20] == [started]:  # still that process: its group, at once
+        if proc_tree.stat(pid)[19:20] == [started]:  # still that process: its group, at once
             with contextlib.suppress(OSError):
                 os.killpg(pid, _signal.SIGKILL)
     for pid, fields in holders:
-        contain._kill(pid, fields[19])
+        proc_tree.kill(pid, fields[19])
     for pid, started in below:
-        contain._kill(pid, started)
+        proc_tree.kill(pid, started)
