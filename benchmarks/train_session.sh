@@ -17,6 +17,7 @@ mkdir -p "$OUT"
 [ -d /tmp/site/trl ] && export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 PATH="/tmp/bin:$PATH" \
   || source benchmarks/gpu_env.sh
 export PYTHONPATH="$PWD/training:$PYTHONPATH" XDG_CACHE_HOME=/tmp/cache HF_HUB_OFFLINE=1
+export NVCC_OPT_LOG="$OUT/processes.log"  # every process with its duration: where a call's time went
 step() { printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
 parts="${PARTS:-hec}"
 want() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }

@@ -151,6 +151,10 @@ def optimize_region(
         build_dir = catalog.bench.baseline().build_dir
         gpu = config.gpu.devices[0]
         base_ms = baseline_ms(config, runner, build_dir, gpu)
+        progress(
+            f"baseline {base_ms:.4g} ms (median of 3 runs; built and timed in "
+            f"{_clock(time.monotonic() - started)})"
+        )
         prompt = build(
             region,
             project_root=config.root,
@@ -206,6 +210,9 @@ def optimize_region(
     return result(reasons, submitted.rewrite_id, verdict.comparison.speedup)
 
 
+SLOW_CALL_S = 5.0  # a tool call at least this long says when it is done (compiles on a large file)
+
+
 class Reporting(Toolbox):
     """The same tools, saying which is in flight, the best speedup benchmark_code found and the
     time left before the agent's wall-time limit."""
@@ -225,11 +232,19 @@ class Reporting(Toolbox):
         if self.deadline is not None:
             left = f", {_clock(max(0.0, self.deadline - time.monotonic()))} left"
         self.progress(f"tool call {self.calls}: {name} (best so far {self.best:.3f}x{left})")
+        began = time.monotonic()
         observation = super().call(name, args_json)
+        took = _clock(time.monotonic() - began)
         if name == "benchmark_code":
             measured = read_benchmark(observation)
             if measured.improved:
                 self.best = max(self.best, measured.speedup)
+            said = f"{measured.verdict}, {measured.speedup:.3f}x"
+            if measured.verdict not in ("improved", "no improvement") and measured.why:
+                said = f"{measured.verdict}: {measured.why[:120]}"
+            self.progress(f"tool call {self.calls}: {said} (took {took})")
+        elif time.monotonic() - began >= SLOW_CALL_S:
+            self.progress(f"tool call {self.calls}: {name} took {took}")
         return observation
 
 

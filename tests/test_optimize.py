@@ -61,6 +61,11 @@ def test_a_verified_speedup_is_proposed_with_its_trace(project: Path, exe: str) 
     assert "proposed rewrite #1" in out, out
     progress = "[accumulate gpu 0] tool call 1: benchmark_code (best so far 1.000x, "
     assert re.search(re.escape(progress) + r"\d+:\d\d left\)", out), out
+    # where the time went: the baseline and each benchmark_code call, with what it measured
+    baseline = r"\] baseline [0-9.e+]+ ms \(median of 3 runs; built and timed in \d+:\d\d\)"
+    assert re.search(baseline, out), out
+    done = re.search(r"\] tool call 1: improved, (\d+\.\d{3})x \(took \d+:\d\d\)", out)
+    assert done and float(done[1]) > 1.0, out
     second = requests[1].body  # type: ignore[attr-defined]
     observation = second["messages"][-1]
     assert observation["role"] == "tool" and "verdict: improved" in observation["content"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
-from nvcc_opt.workspace import containment
+from nvcc_opt.workspace import containment, process_log
 from nvcc_opt.workspace.containment import Contained, Level
 
 GRACE_S = 2.0  # between SIGTERM and SIGKILL: lets a program flush, short enough for a tool call
@@ -132,10 +132,12 @@ class ProcessRunner:
                 return Completed(asked, 127, "", message, False, wall, False, "", False)
             finally:
                 run.started()
+            process_log.started(asked, cwd, process.pid, timeout_s)
             ending = _Ending(stop, stop_signal, grace_s)
             done = _finish(
                 process, asked, start, timeout_s, output_cap, run.supervised, ending, on_line
             )
+            process_log.ended(asked, process.pid, done.wall_s, done.exit_status, done.note)
             if level is None:
                 return done
             held = run.outcome(level)
