@@ -37,7 +37,9 @@ def reference_of(original: Preprocessed) -> Reference:
     for use in (u for code in codes for u in code.uses):
         if use.called and use.shape is not None:
             calls.setdefault(unqualified(use.name), set()).add(use.shape)
-    files = {os.path.realpath(s.file) for side in original.sides for s in side.segments}
+    named = {s.file for side in original.sides for s in side.segments}  # each file once: a
+    # unit's linemarkers name the same few headers tens of thousands of times
+    files = {os.path.realpath(file) for file in named}
     return Reference(
         uses=frozenset(unqualified(u.name) for code in codes for u in code.uses),
         calls=calls,
