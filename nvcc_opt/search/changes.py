@@ -46,8 +46,10 @@ FAST_MATH = (
 )
 
 
-def flag_changes(target: str, analysis: Analysis | None) -> list[Change]:
-    """Build flags for the region's translation unit worth timing on this target."""
+def flag_changes(target: str, analysis: Analysis | None, bounded: bool = False) -> list[Change]:
+    """Build flags for the region's translation unit worth timing on this target. `bounded`:
+    every kernel of the region declares `__launch_bounds__`, for which ptxas ignores
+    -maxrregcount (their register cap is the bounds': `min_blocks.py` tunes it instead)."""
     found = [
         Change("fast_math", "-use_fast_math (kept only because the checks still pass)",
                flags=("-use_fast_math",), numerics=FAST_MATH),
@@ -58,7 +60,12 @@ def flag_changes(target: str, analysis: Analysis | None) -> list[Change]:
     for arch, gencode in ARCH_SPECIFIC.items():
         if arch in target and arch + "a" not in target:
             found.append(Change(f"{arch}a", f"an {arch}a target ({gencode})", flags=(gencode,)))
-    if analysis is not None and analysis.registers is not None and analysis.register_limited:
+    if (
+        not bounded
+        and analysis is not None
+        and analysis.registers is not None
+        and analysis.register_limited
+    ):
         below = [n for n in REGISTER_STEPS if n < analysis.registers][:2]
         found += [
             Change(f"maxrregcount{n}", f"-maxrregcount={n}", flags=(f"-maxrregcount={n}",))

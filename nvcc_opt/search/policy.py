@@ -10,9 +10,13 @@ format and can seed training), and chooses each next step from what the tools sa
 3. benchmark_code of each source transform and build flag alone, in the order the measurements
    set (`priorities.py`: each change carries the fact that ranked it); a kernel-only change
    whose machine code (compiler_analysis's SASS digests) equals the region's, or a change
-   already timed, is not timed again; fast math, and any flag on a large translation unit, is
-   timed without reading its SASS first; a candidate that would not finish within the time
-   left (one compile plus the longest timing so far) is not started, and the answer names it;
+   already timed, is not timed again; fast math is timed without reading its SASS first, and so
+   is a flag on a large translation unit until a timing is seen to cost at least twice a compile
+   (then reading the machine code first is the cheaper way to drop a flag that changes nothing);
+   -maxrregcount is not tried where every kernel declares `__launch_bounds__` (ptxas ignores it
+   there: the bounds' minimum blocks are tuned instead, `min_blocks.py`); a candidate that
+   would not finish within the time left (one compile plus the longest timing so far) is not
+   started, and the answer names it;
 4. greedy combination of what improved, best first, keeping a change only when it adds; once two
    changes have improved, the changes alone stop while the time or calls left would not cover
    one more and a combination (the longest benchmark_code call so far is the estimate), so the
@@ -158,7 +162,9 @@ def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
         why = "Measuring what bounds the kernel (memory, compute or latency) and why it stalls."
         profile = read_profile((yield Call("profile_kernel", {}, why)))
     facts = _run_block(code, (yield from gather(code, offered, room)), profile)
-    found = transform_changes(code, facts) + flag_changes(target, analysis)
+    kernels = Source(code).kernels()
+    bounded = bool(kernels) and all(k.launch_bounds for k in kernels)
+    found = transform_changes(code, facts) + flag_changes(target, analysis, bounded)
     singles = ordered(found, code, analysis, profile)
     large = build_s >= LARGE_BUILD_S
     alone: dict[str, tuple[Change, Measured]] = {}
@@ -168,6 +174,7 @@ def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
     region_code = analysis.machine_code if analysis is not None else ()
     longest_s = 0.0  # the longest benchmark_code call so far
     notes: list[str] = []
+    unread: list[str] = []  # flags timed on a large unit without reading their machine code
     tried: list[Change] = []
     for at, change in enumerate(singles):
         left = ", ".join(c.what for c in singles[at:])
@@ -181,7 +188,9 @@ def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
         ):
             notes.append(f"not tried alone, to leave time to combine what helped: {left}")
             break
-        read_sass = bool(region_code) and _sass_tells(change, large)
+        read_sass = bool(region_code) and _sass_tells(change, large, longest_s >= 2 * build_s)
+        if large and not read_sass and change.transform is None and not change.numerics:
+            unread.append(change.what)
         cost = (build_s if read_sass else 0.0) + max(longest_s, build_s)
         if cost and budget.seconds_left() < cost:
             notes.append(
@@ -215,10 +224,10 @@ def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
             timed_as[machine] = change
         if measured.verdict == "error" and "no GPU here" in measured.why:
             break  # nothing can be timed on this machine
-    if large:
+    if unread:
         notes.append(
-            f"a large translation unit (one compile {build_s:.0f} s): flag-only variants were "
-            "timed without reading their machine code first"
+            f"a large translation unit (one compile {build_s:.0f} s): timed without reading "
+            f"their machine code first, before a timing was seen to cost more: {', '.join(unread)}"
         )
     helped = _helped(alone)
     kept: list[Change] = []
@@ -262,14 +271,15 @@ def _run_block(code: str, facts: Facts, profile: Profile | None) -> Facts:
     return replace(facts, block_sizes={**facts.block_sizes, profile.kernel: profile.block})
 
 
-def _sass_tells(change: Change, large: bool) -> bool:
+def _sass_tells(change: Change, large: bool, timing_dearer: bool) -> bool:
     """Whether reading the change's machine code first can save its timing: not for launches
     (host code), not for flags that change results (the checks, under timing, tell whether
-    they pass), and not for flags on a large translation unit (a compile costs nearly what a
-    timing does there)."""
+    they pass), and not for flags on a large translation unit while a timing is not known to
+    cost at least twice a compile (`timing_dearer`): there a compile costs nearly what a timing
+    does, while a long run (a real application) makes the compile the cheaper check."""
     if _host_side(change) or change.numerics:
         return False
-    return not (large and change.transform is None)
+    return not (large and change.transform is None and not timing_dearer)
 
 
 def _helped(alone: dict[str, tuple[Change, Measured]]) -> list[tuple[Change, Measured]]:

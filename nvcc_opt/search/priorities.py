@@ -32,7 +32,10 @@ FEWER_INSTRUCTIONS = {
     "fuse_loops",
 }  # fmt: skip
 FEWER_BARRIERS = {"warp_shuffle_tail", "warp_shuffle_scan"}
-MORE_WARPS = {"launch_bounds", "block_half", "block_quarter", "block_double", "maxrregcount"}
+MORE_WARPS = {
+    "launch_bounds", "block_half", "block_quarter", "block_double", "maxrregcount",
+    "min_blocks_double",
+}  # fmt: skip
 ELEMENT_WISE = {"fuse", "vector_loads", "const_restrict", "ldg", "restrict"}
 TRANSCENDENTAL = re.compile(
     r"\b(exp|exp2|expm1|log|log2|log10|log1p|sin|cos|tan|sinh|cosh|tanh|asin|acos|atan|atan2"
@@ -106,11 +109,17 @@ def _analysis_rules(analysis: Analysis | None) -> list[Rule]:
     if analysis.register_limited and not analysis.spill_bytes:
         occupancy = f" ({analysis.occupancy_pct}% occupancy)" if analysis.occupancy_pct else ""
         rules.append(
-            Rule(2, frozenset({"maxrregcount", "launch_bounds"}), f"compiler_analysis: "
-                 f"{analysis.registers} registers limit occupancy{occupancy}")
+            Rule(2, frozenset({"maxrregcount", "launch_bounds", "min_blocks_double"}),
+                 f"compiler_analysis: {analysis.registers} registers limit occupancy{occupancy}")
         )  # fmt: skip
     if analysis.spill_bytes:
-        rules.append(Rule(-3, frozenset({"maxrregcount"}), "spills already"))
+        rules.append(Rule(-3, frozenset({"maxrregcount", "min_blocks_double"}), "spills already"))
+        rules.append(
+            Rule(3, frozenset({"min_blocks_half"}), f"compiler_analysis: {analysis.spill_bytes} B "
+                 f"spilled at {analysis.registers} registers: a higher register cap")
+        )  # fmt: skip
+    else:
+        rules.append(Rule(-1, frozenset({"min_blocks_half"}), "no spills to remove"))
     return rules
 
 

@@ -19,6 +19,7 @@ from nvcc_opt.search import (
     division,
     fusion,
     loop_fusion,
+    min_blocks,
     preload,
     privatize,
     shuffle,
@@ -117,6 +118,20 @@ TRANSFORMS: tuple[Transform, ...] = (
         "__launch_bounds__ matching the launch's block size",
         annotate.launch_bounds,
         group="block",
+    ),
+    Transform(
+        "min_blocks_half",
+        "half the minimum blocks per SM of the kernel's own __launch_bounds__ (twice the"
+        " registers a thread may use: fewer spills)",
+        min_blocks.min_blocks_half,
+        group="min_blocks",
+    ),
+    Transform(
+        "min_blocks_double",
+        "twice the minimum blocks per SM of the kernel's own __launch_bounds__ (half the"
+        " registers: more warps per SM)",
+        min_blocks.min_blocks_double,
+        group="min_blocks",
     ),
     Transform(
         "shared_atomics",
