@@ -3,12 +3,17 @@
 # the suite): the machine keeps a process that started its own session (setsid) until it goes
 # back, so `start` runs the parts one after the other in the background and each call only waits
 # and collects. Parts (PARTS, in order):
-#   pool     issue 17: benchmarks/pool_rollout.py, K=POOL_K (12) benchmark_code calls on the
-#            example's smooth_kernel, serial (trl's way) vs the local pool, POOL_ROUNDS (1);
+#   pool     issue 17: benchmarks/pool_rollout.py, K=POOL_K (12) benchmark_code calls on
+#            POOL_APP's region POOL_REGION (default: the example's src/stencil.cu:smooth_kernel;
+#            a suite app such as benchmarks/suite/jacobi_2d with src/kernel.cu:jacobi_2d runs
+#            shorter), serial (trl's way) vs the local pool, POOL_ROUNDS (1);
 #            about 10-11 minutes on the H200 (each call is 20 timed runs of the example, the
 #            warm-up one call per Toolbox): give it a device call of its own;
 #   example  issue 19: `nvcc-opt optimize --model search` on the example's regions (EXAMPLE_REGIONS)
 #            through its real build, with the verified rewrites' explanations;
+#   lulesh-opt  `integration.lulesh prepare` (LULESH_SIZE, LULESH_ITERS: 100) and `nvcc-opt optimize
+#            --model search?budget_s=LULESH_BUDGET` (240) on its kernel: what the search tries,
+#            its trace packed by every call even when the part is still running;
 #   lulesh   issue 18/19: `python -m integration.lulesh table` on .lulesh (a carried copy of the
 #            user's LULESH 2.0.2-dev checkout) with the search policy, LULESH_SIZE (120),
 #            LULESH_ITERS (400), LULESH_PAIRS (5).
@@ -25,6 +30,8 @@ OUT="${OUT:-$PWD/gpu-out}"
 mkdir -p "$OUT" "$B/res"
 
 pack() {
+  # folders a part asked to keep even when it is stopped (its traces, saved after every step)
+  [ -f "$B/keep" ] && while read -r d; do k="$B/res/$(basename "$(dirname "$d")")-$(basename "$d")"; [ -d "$d" ] && rm -rf "$k" && cp -r "$d" "$k"; done <"$B/keep"
   tar -czf "$OUT/batch.tar.gz" -C "$B" res
   cp "$B/batch.log" "$OUT/batch.log" 2>/dev/null
   echo "packed: $(cd "$B/res" && ls | tr '\n' ' ')"

@@ -12,14 +12,20 @@ part() {
   local name="$1"; shift
   stopped && { echo "stopped before $name"; return; }
   step "$name"
-  setsid bash -c "$*" >"$R/$name.log" 2>&1 &
+  # every line stamped with the time since the part began, and every process nvcc-opt starts
+  # logged with its duration (NVCC_OPT_LOG), so a part stopped mid-way still tells where its time
+  # went
+  setsid env NVCC_OPT_LOG="$R/$name-processes.log" bash -c "set -o pipefail; ($*) 2>&1 | while IFS= read -r l; do printf '%5ds %s\n' \$SECONDS \"\$l\"; done" >"$R/$name.log" 2>&1 &
   echo $! >"$B/part.pid"
   wait $!
   echo "   $name: exit $? ($(date +%T))"
   tail -4 "$R/$name.log"
 }
-example() {  # a fresh copy of the example, configured and built through the launcher (store in it)
-  rm -rf "$1" && cp -r examples/saxpy-stencil "$1"
+example() {  # a fresh copy of an app (default: the example), configured and built through the
+  # launcher (store in it); a suite app is copied with the suite's common/ beside it
+  local app="${2:-examples/saxpy-stencil}"
+  rm -rf "$1" && mkdir -p "$(dirname "$1")" && cp -r "$app" "$1"
+  [ -d "$(dirname "$app")/common" ] && { rm -rf "$(dirname "$1")/common"; cp -r "$(dirname "$app")/common" "$(dirname "$1")/common"; }
   NVCC_OPT_STORE="$1/store.db" cmake -S "$1" -B "$1/build" -G Ninja \
     -DCMAKE_CUDA_COMPILER_LAUNCHER=/tmp/bin/nvcc-opt -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
   NVCC_OPT_STORE="$1/store.db" cmake --build "$1/build" -j 16 >/dev/null
@@ -28,10 +34,11 @@ example() {  # a fresh copy of the example, configured and built through the lau
 for p in ${PARTS:-pool example lulesh}; do
   case "$p" in
   pool)
-    example /tmp/pool-ex
-    part pool "NVCC_OPT_STORE=/tmp/pool-ex/store.db python3 benchmarks/pool_rollout.py --jobs toolbox \
-      --root /tmp/pool-ex --region /tmp/pool-ex/src/stencil.cu:smooth_kernel --tool benchmark_code \
-      --calls ${POOL_K:-12} --rounds ${POOL_ROUNDS:-1} --out $R/pool_rollout-h200-benchmark_code.json"
+    example /tmp/pool/app "${POOL_APP:-examples/saxpy-stencil}"
+    part pool "NVCC_OPT_STORE=/tmp/pool/app/store.db python3 benchmarks/pool_rollout.py --jobs toolbox \
+      --root /tmp/pool/app --region /tmp/pool/app/${POOL_REGION:-src/stencil.cu:smooth_kernel} \
+      --tool benchmark_code --calls ${POOL_K:-12} --rounds ${POOL_ROUNDS:-1} \
+      --out $R/pool_rollout-gpu-benchmark_code.json"
     ;;
   example)
     example /tmp/ex
@@ -46,6 +53,14 @@ for p in ${PARTS:-pool example lulesh}; do
       --work /tmp/lulesh --out $R/lulesh-table; \
       cp /tmp/lulesh/store.db $R/lulesh-store.db 2>/dev/null; \
       cp -r /tmp/lulesh/traces $R/lulesh-traces 2>/dev/null; true"
+    ;;
+  lulesh-opt)  # what the search policy tries on LULESH's kernel, its trace kept even if stopped
+    echo /tmp/lulesh-opt/traces >>"$B/keep"
+    part lulesh-opt "python3 -m integration.lulesh prepare .lulesh --work /tmp/lulesh-opt \
+      --size ${LULESH_SIZE:-120} --iters ${LULESH_ITERS:-100} >$R/lulesh-opt-prepare.log 2>&1 || exit 1; \
+      cd /tmp/lulesh-opt && NVCC_OPT_STORE=/tmp/lulesh-opt/store.db nvcc-opt optimize --root /tmp/lulesh-opt \
+      --model \"search?budget_s=${LULESH_BUDGET:-240}\" --json \
+      src/lulesh.cu:CalcKinematicsAndMonotonicQGradient_kernel >$R/lulesh-opt.json"
     ;;
   *) echo "unknown part $p" ;;
   esac
