@@ -1,13 +1,16 @@
 """What the search policy learns about the region's kernels through tools before it changes
 anything: where they are launched and with which block sizes (`search`, `file_viewer`), the
-constants those sizes name, and the builtin types behind the pointers' element type aliases."""
+constants those sizes name, the builtin types behind the pointers' element type aliases, and which
+arguments the helper functions a kernel passes its local arrays to cannot write through (their
+declarations, read with `search` and `file_viewer`)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Generator
+from dataclasses import replace
 
-from nvcc_opt.search.cuda import LDG_TYPES, Kernel, Source
+from nvcc_opt.search.cuda import LDG_TYPES, Kernel, Source, walk
 from nvcc_opt.search.kernel_facts import Facts
 from nvcc_opt.search.launches import (
     Launch,
@@ -19,10 +22,17 @@ from nvcc_opt.search.launches import (
     statement,
     type_aliases,
 )
+from nvcc_opt.search.signatures import merge, readonly_params, signature_text
 from nvcc_opt.search.steps import Call, Step
 
 LAUNCH_LINES = 8  # a launch written over several lines: how many file_viewer shows from its first
 ALIAS_ROUNDS = 3  # searches for an element type's typedef: an alias of an alias of a builtin
+MAX_HELPERS = 8  # helpers whose declarations are looked up
+MAX_DECLARATIONS = 3  # declarations read per helper (a prototype, a definition, an overload)
+SIGNATURE_LINES = 16
+# What may stand before a function's name on the line that declares it (`static __device__ void`).
+DECLARATION_PREFIX = re.compile(r"[A-Za-z_][\w\s:<>,*&]*[\w*&>]")
+NOT_A_TYPE = {"return", "else", "case", "do", "new", "delete", "throw", "goto", "co_return"}
 
 
 def gather(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[Step, str, Facts]:
@@ -59,7 +69,67 @@ def gather(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[
     types = type_aliases(code)
     if "search" in offered:
         types = yield from _aliases(kernels, types, room)
-    return facts_from(code, found, names, types)
+    facts = facts_from(code, found, names, types)
+    params = readonly_params(code)
+    if "search" in offered and "file_viewer" in offered:
+        params = yield from _helper_params(code, kernels, params, room)
+    return replace(facts, readonly_params=params)
+
+
+def _helper_params(
+    code: str, kernels: list[Kernel], known: dict[str, frozenset[int]], room: Callable[[], bool]
+) -> Generator[Step, str, dict[str, frozenset[int]]]:
+    """The write-free argument positions of the helpers the kernels pass a name to bare (an
+    array, or a value a reference could change), from their declarations in the files."""
+    source = Source(code)
+    wanted: list[str] = []
+    for kernel in kernels:
+        for node in walk(kernel.body):
+            if node.type != "call_expression":
+                continue
+            function, arguments = (
+                node.child_by_field_name("function"),
+                node.child_by_field_name("arguments"),
+            )
+            if function is not None and function.type == "template_function":
+                function = function.child_by_field_name("name")
+            if function is None or arguments is None or function.type != "identifier":
+                continue
+            name = source.text(function)
+            bare = any(c.type == "identifier" for c in arguments.named_children)
+            if bare and name not in known and name not in wanted:
+                wanted.append(name)
+    params = dict(known)
+    for name in wanted[:MAX_HELPERS]:
+        if not room():
+            break
+        seen = yield Call(
+            "search",
+            {"pattern": rf"\b{name}\s*\(", "regex": True},
+            f"Finding the declaration of {name}: which arguments it cannot write.",
+        )
+        read = 0
+        for path, number, line in search_hits(seen):
+            if read == MAX_DECLARATIONS or not room() or not _declares(line, name):
+                continue
+            read += 1
+            window = yield Call(
+                "file_viewer",
+                {"path": path, "start": number, "end": number + SIGNATURE_LINES - 1},
+                f"Reading the parameters of {name}.",
+            )
+            found = readonly_params(signature_text(search_lines(window))).get(name)
+            params = merge(params, {name: found if found is not None else frozenset()})
+    return params
+
+
+def _declares(line: str, name: str) -> bool:
+    """Whether the line reads as the start of a declaration of `name`: a return type (and
+    qualifiers) before it, no assignment, call or statement keyword."""
+    before = re.split(rf"\b{re.escape(name)}\s*\(", line, maxsplit=1)[0].strip()
+    if not before or not DECLARATION_PREFIX.fullmatch(before):
+        return False
+    return not set(re.findall(r"\w+", before)) & NOT_A_TYPE
 
 
 def _aliases(

@@ -27,6 +27,8 @@ class Facts:
     no_alias: frozenset[str] = frozenset()  # every launch found, none passes a pointer twice
     names: Mapping[str, str] = field(default_factory=dict)  # constants defined elsewhere
     types: Mapping[str, str] = field(default_factory=dict)  # typedef/using name -> builtin type
+    # helper function -> the argument positions it cannot write through (signatures.py)
+    readonly_params: Mapping[str, frozenset[int]] = field(default_factory=dict)
 
     def scalar(self, element: str) -> str:
         """A pointer's element type with `const`/`volatile` dropped and a type alias the policy
@@ -42,6 +44,12 @@ THREADS = "(int)(blockDim.x * blockDim.y * blockDim.z)"
 MACRO_RETURN = re.compile(r"^[ \t]*#[ \t]*define\b[^\n]*\breturn\b", re.MULTILINE)
 WARP = 32
 AXES = ("x", "y", "z")
+# Calls of math that neither touches memory nor leaves the thread (arguments taken by value).
+PURE_CALL = re.compile(
+    r"(std::)?(f?(min|max|abs)f?|r?sqrtf?|fmaf?|(exp|exp2|expm1|log|log2|log10|log1p|sin|cos|tan"
+    r"|sinh|cosh|tanh|asin|acos|atan|atan2|pow|floor|ceil|trunc|round|rint|cbrt|hypot|erf|erfc"
+    r"|copysign|fdim|fmod)f?|__f(add|sub|mul|div|ma)_r[nzud]|__(exp|log|sin|cos|pow)f|__ldg)"
+)
 CASTS = re.compile(r"\((long|longlong|size_t|int64_t|uint64_t|unsignedlong|unsigned|int)\)")
 
 

@@ -27,7 +27,7 @@ import re
 import tree_sitter
 
 from nvcc_opt.search.cuda import Edit, Kernel, Source, edited, preceding_pragma, squeeze, walk
-from nvcc_opt.search.kernel_facts import Facts
+from nvcc_opt.search.kernel_facts import PURE_CALL, Facts
 
 ALLOWED = {
     "compound_statement", "expression_statement", "declaration", "init_declarator",
@@ -39,12 +39,6 @@ ALLOWED = {
     "condition_clause", "else_clause", "for_statement", "comment", "call_expression",
     "argument_list", "field_expression", "field_identifier", "initializer_list",
 }  # fmt: skip
-# Calls allowed in a fused body: math that neither touches memory nor leaves the thread.
-PURE_CALL = re.compile(
-    r"(std::)?(f?(min|max|abs)f?|r?sqrtf?|fmaf?|(exp|exp2|expm1|log|log2|log10|log1p|sin|cos|tan"
-    r"|sinh|cosh|tanh|asin|acos|atan|atan2|pow|floor|ceil|trunc|round|rint|cbrt|hypot|erf|erfc"
-    r"|copysign|fdim|fmod)f?|__f(add|sub|mul|div|ma)_r[nzud]|__(exp|log|sin|cos|pow)f|__ldg)"
-)
 MAX_CHAIN = 16
 
 

@@ -29,7 +29,7 @@ LOAD_LATENCY = {
 FEWER_LOAD_INSTRUCTIONS = {"vector_loads", "preload_run", "stage_table", "fuse"}
 FEWER_INSTRUCTIONS = {
     "fast_math", "split_division", "unroll", "sm_90a", "ptxas_O3", "vectorize", "tile_matmul",
-    "fuse_loops",
+    "fuse_loops", "drop_undo",
 }  # fmt: skip
 FEWER_BARRIERS = {"warp_shuffle_tail", "warp_shuffle_scan"}
 MORE_WARPS = {

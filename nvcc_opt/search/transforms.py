@@ -26,6 +26,7 @@ from nvcc_opt.search import (
     shuffle_scan,
     staging,
     tiling,
+    undo_pass,
     unroll,
     vector_loads,
     warp_rows,
@@ -77,6 +78,13 @@ TRANSFORMS: tuple[Transform, ...] = (
         " both bodies in order; only where no body writes what the other touches at another"
         " index)",
         loop_fusion.fuse_loops,
+    ),
+    Transform(
+        "drop_undo",
+        "a loop that undoes an earlier in-place update of local arrays replaced by restoring the"
+        " values saved before it (the arithmetic done once; the values restored exactly, so"
+        " results may differ in the last bits)",
+        undo_pass.drop_undo,
     ),
     Transform(
         "vector_loads",
