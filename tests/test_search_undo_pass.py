@@ -113,3 +113,6 @@ def test_the_policy_reads_a_helpers_declaration_before_dropping_the_undo() -> No
     timed = [args["code"] for name, args in calls if name == "benchmark_code"]
     assert any("x_kept" in code for code in timed)
     assert "x_kept" in answer["final_code"]
+    first, numerics = answer["explanation"].splitlines()[:2]
+    assert first.startswith("Search policy: [code changes: results may differ in the last bits]")
+    assert numerics.startswith("Numerics: values restored exactly") and "rtol" in numerics

@@ -82,7 +82,7 @@ def transform_changes(code: str, facts: Facts) -> list[Change]:
         TRANSFORMS, key=lambda t: FIRST.index(t.name) if t.name in FIRST else len(FIRST)
     )
     return [
-        Change(t.name, t.change, transform=t.name)
+        Change(t.name, t.change, transform=t.name, numerics=t.numerics)
         for t in ordered
         if t.apply(code, facts) is not None
     ]

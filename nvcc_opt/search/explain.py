@@ -25,6 +25,8 @@ def _kind(kept: list[Change]) -> str:
     """What the first line says first when results change: with code changes, or without."""
     if not any(c.numerics for c in kept):
         return ""
+    if not any(c.numerics and c.transform is None for c in kept):
+        return "[code changes: results may differ in the last bits] "
     if any(c.transform is not None for c in kept):
         return "[code changes + fast math: results change] "
     return "[fast math, no code change: results change] "

@@ -44,6 +44,7 @@ class Transform:
     apply: Callable[[str, Facts], str | None]
     group: str | None = None  # transforms of one group exclude each other (the block shape)
     host_side: bool = False  # changes host code (launches), which the kernels' SASS cannot show
+    numerics: str = ""  # how it may change the results; "" when it computes the same values
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "apply", _keeping_conditionals(self.apply))
@@ -85,6 +86,8 @@ TRANSFORMS: tuple[Transform, ...] = (
         " values saved before it (the arithmetic done once; the values restored exactly, so"
         " results may differ in the last bits)",
         undo_pass.drop_undo,
+        numerics="values restored exactly where the original recomputed them, so results may"
+        " differ from the original's in the last bits",
     ),
     Transform(
         "vector_loads",
