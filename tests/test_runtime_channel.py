@@ -4,6 +4,7 @@ read back. Running it needs a GPU (tests/test_verify_state_gpu.py)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from nvcc_opt.runtime import build, report
 from nvcc_opt.workspace.runner import ProcessRunner
-from tests.conftest import needs_nvcc
+from tests.conftest import gpu_available, needs_nvcc
 
 RECORD = """nvcc-opt-channel 1
 kernel 401 26888886 smooth_kernel _Z13smooth_kernelPKfS0_Pfi
@@ -100,3 +101,53 @@ def test_no_toolkit_is_said(tmp_path: Path) -> None:
     fake.write_text("#!/bin/sh\n")
     with pytest.raises(build.ChannelUnavailable, match="not found in the CUDA toolkit"):
         build.find_cupti(build.toolkit(str(fake)))
+
+
+RESETS = """\
+#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void scale(float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= 2.0f;
+}
+int main() {
+  const int n = 1 << 16;
+  float* x;
+  cudaMalloc(&x, n * sizeof(float));
+  for (int k = 0; k < 5; ++k) scale<<<n / 256, 256>>>(x, n);
+  cudaDeviceSynchronize();
+  cudaFree(x);
+  cudaDeviceReset();  // as LULESH and many samples end: the context is destroyed before exit
+  printf("PASS\\n");
+  return 0;
+}
+"""
+
+
+@needs_nvcc
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
+def test_a_program_that_resets_its_device_ends_and_is_counted(tmp_path: Path) -> None:
+    """The context's destruction flushes the GPU's records: it once did so holding the lock the
+    flush's own callback takes, and every run of such a program hung until its timeout."""
+    try:
+        built = build.library(ProcessRunner(), root=tmp_path / "channel")
+    except build.ChannelUnavailable as exc:
+        pytest.skip(str(exc))
+    (tmp_path / "resets.cu").write_text(RESETS)
+    binary = tmp_path / "resets"
+    subprocess.run(
+        ["nvcc", "-arch=sm_90", "-o", str(binary), str(tmp_path / "resets.cu")], check=True
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    done = subprocess.run(
+        [str(binary)],
+        env={**os.environ, **build.environment(built, out)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and "PASS" in done.stdout, done.stderr
+    seen = report.read(out)
+    assert seen.complete and seen.launches()["scale"] == 5

@@ -620,6 +620,20 @@ bool is_allocation(CUpti_CallbackId id)
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* info)
 {
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+        if (id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {  // cudaDeviceReset, cuCtxDestroy
+            {
+                std::lock_guard<std::mutex> hold(g_lock);
+                if (g_state.in_call) {
+                    end_call();
+                }
+            }
+            // Not under g_lock: the flush hands the buffers to buffer_completed in this thread,
+            // which takes g_lock itself (held here, a program that resets its device hung).
+            cuptiActivityFlushAll(1);
+        }
+        return;
+    }
     std::lock_guard<std::mutex> hold(g_lock);
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
         auto* data = static_cast<const CUpti_CallbackData*>(info);
@@ -634,12 +648,6 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId i
         } else if (data->callbackSite == CUPTI_API_ENTER) {
             on_launch(data, id);
         }
-    } else if (domain == CUPTI_CB_DOMAIN_RESOURCE &&
-               id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
-        if (g_state.in_call) {
-            end_call();
-        }
-        cuptiActivityFlushAll(1);
     }
 }
 
