@@ -191,7 +191,12 @@ class Benchmark:
                 kernels=region_kernels(self.region.text, code),
             )
         except MeasureError as exc:
-            raise ToolError(f"{exc}; fix the candidate or the [time] settings") from exc
+            fix = (
+                ""
+                if "did not end within" in str(exc)
+                else "; fix the candidate or the [time] settings"
+            )
+            raise ToolError(f"{exc}{fix}") from exc
         for note in measured.notes:
             self._note(note)
         return decide(

@@ -48,6 +48,7 @@ class RunOutput:
     stderr: str
     files: Mapping[str, bytes]
     timed_out: bool = False
+    wall_s: float = 0.0  # how long the run took (0: not known)
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,15 @@ from nvcc_opt.verify.kernels import RegionKernels
 from nvcc_opt.verify.stats import Comparison, compare, hopeless, schedule
 from nvcc_opt.workspace.runner import Completed, Runner
 
+# A timed run may take this many times the slowest check run of the same call before it is
+# taken for hung and stopped (never longer than [run] timeout_s, never less than HANG_FLOOR_S):
+# a run of 2 s that hangs costs a minute, not the whole [run] timeout, and it is said.
+HANG_FACTOR = 10.0
+HANG_FLOOR_S = 60.0
+
 
 class MeasureError(RuntimeError):
-    """A run could not be timed (no time in its output, the time file missing)."""
+    """A run could not be timed (no time in its output, the time file missing, it hung)."""
 
 
 @dataclass(frozen=True)
@@ -97,9 +103,11 @@ def observed_run(
     gpu: str,
     args: tuple[str, ...] = (),
     attach: Attach | None = None,
+    timeout_s: float | None = None,
 ) -> Run:
     """One run, with nvcc-opt's channel in it when `attach` is given. The channel writes into a
-    folder of nvcc-opt's own with an unguessable name, not into the run's {work} folder."""
+    folder of nvcc-opt's own with an unguessable name, not into the run's {work} folder.
+    `timeout_s`: a shorter limit than [run] timeout_s."""
     with _scratch() as work, _scratch() as channel:
         argv = [*config.render_run(build.build_dir, gpu, work), *args]
         extra = {} if attach is None else environment(attach.library, channel, attach.state)
@@ -108,7 +116,7 @@ def observed_run(
                 argv,
                 cwd=config.run_cwd(build.build_dir, gpu, work),
                 env={**os.environ, **config.run_env(build.build_dir, gpu, work), **extra},
-                timeout_s=config.run.timeout_s,
+                timeout_s=min(config.run.timeout_s, timeout_s or config.run.timeout_s),
                 writable=(*build.writable, channel, work),  # TMPDIR: the last; the tree: no
                 readonly=build.readonly,
             )
@@ -117,7 +125,9 @@ def observed_run(
             path = config.output_path(name, build.build_dir, gpu, work)
             if path.is_file():
                 files[name] = path.read_bytes()
-        output = RunOutput(done.exit_status, done.stdout, done.stderr, files, done.timed_out)
+        output = RunOutput(
+            done.exit_status, done.stdout, done.stderr, files, done.timed_out, done.wall_s
+        )
         seconds = _time_of(config, done, build, gpu, work) if done.ok else None
         seen = report.read(channel) if attach is not None else None
     return Run(done, output, seconds, Observed(done.wall_s, seen))
@@ -246,11 +256,14 @@ def measure(
     seen: dict[str, list[Observed]] = {"A": [], "B": []}
     min_speedup = config.verify.min_speedup
     stop_after = config.run.stop_early_after if stop_early else 0
+    limit = hang_limit(config.run.timeout_s, [baseline_output.wall_s, *(d.wall_s for d in held)])
     for step in schedule(repeats, config.run.warmup):
         which = step[-1]
         build = baseline if which == "A" else candidate
-        run = observed_run(config, runner, build, gpu, args, attach)
+        run = observed_run(config, runner, build, gpu, args, attach, limit)
         held.append(run.completed)
+        if run.completed.timed_out:
+            raise MeasureError(_hung(which, limit, held, attach is not None))
         if which == "B" and not step.startswith("warmup"):
             again = check(config, run.output, baseline_output)
             if not again.ok:  # correct once is not enough: every timed run must be
@@ -288,6 +301,31 @@ def uncontained(runs: Sequence[Completed]) -> tuple[str, ...]:
         if not done.contained and "uncontained:" in done.note:
             return (done.note[done.note.index("uncontained:") :],)
     return ()
+
+
+def hang_limit(timeout_s: float, check_walls: Sequence[float]) -> float:
+    """How long a timed run may take: HANG_FACTOR times the slowest check run, at least
+    HANG_FLOOR_S, at most [run] timeout_s.
+
+    >>> hang_limit(600.0, [2.2, 1.9])
+    60.0
+    >>> hang_limit(600.0, [31.0])
+    310.0
+    >>> hang_limit(300.0, [100.0])
+    300.0
+    """
+    slowest = max(check_walls, default=timeout_s)
+    return min(timeout_s, max(HANG_FLOOR_S, HANG_FACTOR * slowest))
+
+
+def _hung(which: str, limit: float, held: Sequence[Completed], channel: bool) -> str:
+    whose = "the baseline's" if which == "A" else "the candidate's"
+    before = max((d.wall_s for d in held[:-1]), default=0.0)
+    with_channel = " with nvcc-opt's channel in it" if channel else ""
+    return (
+        f"a timed run of {whose} build{with_channel} did not end within {limit:.0f} s (the runs "
+        f"before it took at most {before:.1f} s): it hung or slowed down by far; nothing was timed"
+    )
 
 
 def _no_time(config: ProjectConfig, done: Completed) -> str:
