@@ -60,7 +60,7 @@ for p in ${PARTS:-pool example lulesh}; do
       --size ${LULESH_SIZE:-120} --iters ${LULESH_ITERS:-100} >$R/lulesh-opt-prepare.log 2>&1 || exit 1; \
       cd /tmp/lulesh-opt && NVCC_OPT_STORE=/tmp/lulesh-opt/store.db nvcc-opt optimize --root /tmp/lulesh-opt \
       --model \"search?budget_s=${LULESH_BUDGET:-240}\" --json \
-      src/lulesh.cu:CalcKinematicsAndMonotonicQGradient_kernel >$R/lulesh-opt.json"
+      src/lulesh.cu:CalcKinematicsAndMonotonicQGradient_kernel >$R/lulesh-opt-output.txt"
     ;;
   *) echo "unknown part $p" ;;
   esac
