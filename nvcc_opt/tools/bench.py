@@ -29,7 +29,15 @@ from nvcc_opt.verify import guards
 from nvcc_opt.verify.checks import RunOutput
 from nvcc_opt.verify.compiled import CodeChecks
 from nvcc_opt.verify.kernels import region_kernels
-from nvcc_opt.verify.measure import Attach, Build, MeasureError, check, measure, run_once
+from nvcc_opt.verify.measure import (
+    Attach,
+    Build,
+    MeasureError,
+    RunHung,
+    check,
+    measure,
+    run_once,
+)
 from nvcc_opt.verify.stats import Comparison
 from nvcc_opt.verify.verdict import Verdict, decide
 from nvcc_opt.workspace.runner import ProcessRunner, Runner
@@ -190,13 +198,10 @@ class Benchmark:
                 attach=None if library is None else Attach(library),
                 kernels=region_kernels(self.region.text, code),
             )
+        except RunHung as exc:
+            raise ToolError(str(exc)) from exc
         except MeasureError as exc:
-            fix = (
-                ""
-                if "did not end within" in str(exc)
-                else "; fix the candidate or the [time] settings"
-            )
-            raise ToolError(f"{exc}{fix}") from exc
+            raise ToolError(f"{exc}; fix the candidate or the [time] settings") from exc
         for note in measured.notes:
             self._note(note)
         return decide(

@@ -43,6 +43,10 @@ class MeasureError(RuntimeError):
     """A run could not be timed (no time in its output, the time file missing, it hung)."""
 
 
+class RunHung(MeasureError):
+    """A timed run did not end within `hang_limit`: not a setting the user could fix."""
+
+
 @dataclass(frozen=True)
 class Build:
     """A built application: the folder that `{build}` names, what its runs may write, and what
@@ -263,7 +267,7 @@ def measure(
         run = observed_run(config, runner, build, gpu, args, attach, limit)
         held.append(run.completed)
         if run.completed.timed_out:
-            raise MeasureError(_hung(which, limit, held, attach is not None))
+            raise RunHung(_hung(which, limit, held, attach is not None))
         if which == "B" and not step.startswith("warmup"):
             again = check(config, run.output, baseline_output)
             if not again.ok:  # correct once is not enough: every timed run must be
