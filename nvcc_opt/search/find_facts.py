@@ -37,7 +37,8 @@ NOT_A_TYPE = {"return", "else", "case", "do", "new", "delete", "throw", "goto", 
 
 def gather(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[Step, str, Facts]:
     """Launch block sizes and pointer aliasing, from the region and from `search`."""
-    kernels = Source(code).kernels()
+    source = Source(code)
+    kernels = source.kernels()
     found = launches(code)
     names = definitions(code)
     if "search" in offered:
@@ -70,18 +71,20 @@ def gather(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[
     if "search" in offered:
         types = yield from _aliases(kernels, types, room)
     facts = facts_from(code, found, names, types)
-    params = readonly_params(code)
-    if "search" in offered and "file_viewer" in offered:
-        params = yield from _helper_params(code, kernels, params, room)
+    if "search" not in offered or "file_viewer" not in offered:
+        return facts
+    params = yield from _helper_params(source, kernels, dict(facts.readonly_params), room)
     return replace(facts, readonly_params=params)
 
 
 def _helper_params(
-    code: str, kernels: list[Kernel], known: dict[str, frozenset[int]], room: Callable[[], bool]
+    source: Source,
+    kernels: list[Kernel],
+    known: dict[str, frozenset[int]],
+    room: Callable[[], bool],
 ) -> Generator[Step, str, dict[str, frozenset[int]]]:
     """The write-free argument positions of the helpers the kernels pass a name to bare (an
     array, or a value a reference could change), from their declarations in the files."""
-    source = Source(code)
     wanted: list[str] = []
     for kernel in kernels:
         for node in walk(kernel.body):

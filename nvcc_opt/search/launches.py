@@ -13,6 +13,7 @@ import tree_sitter
 
 from nvcc_opt.search.cuda import LDG_TYPES, Source, declared_name, walk
 from nvcc_opt.search.kernel_facts import Facts
+from nvcc_opt.search.signatures import readonly_params
 
 MAX_DEPTH = 4  # a block size defined through at most this many names
 
@@ -298,7 +299,8 @@ def facts_from(
 ) -> Facts:
     """The facts of the kernels `code` defines, from the launches found (in it and elsewhere)
     and the constants known: a block size where every launch agrees on one constant, and
-    no aliasing where every launch passes distinct pointers (and so do the callers in `code`)."""
+    no aliasing where every launch passes distinct pointers (and so do the callers in `code`);
+    which arguments the helpers `code` declares cannot write through."""
     block_sizes: dict[str, int] = {}
     no_alias: set[str] = set()
     for kernel in Source(code).kernels():
@@ -320,4 +322,5 @@ def facts_from(
         no_alias=frozenset(no_alias),
         names=dict(names),
         types=type_aliases(code, types),
+        readonly_params=readonly_params(code),
     )

@@ -41,8 +41,7 @@ def readonly_params(code: str) -> dict[str, frozenset[int]]:
         positions = _readonly(source, parameters)
         if positions is None:
             continue
-        key = source.text(name)
-        found[key] = found[key] & positions if key in found else positions
+        found = merge(found, {source.text(name): positions})
     return found
 
 
@@ -67,6 +66,7 @@ def signature_text(lines: Iterable[str]) -> str:
 def merge(
     known: Mapping[str, frozenset[int]], more: Mapping[str, frozenset[int]]
 ) -> dict[str, frozenset[int]]:
+    """Both, a name in each keeping only the positions both allow."""
     merged = dict(known)
     for name, positions in more.items():
         merged[name] = merged[name] & positions if name in merged else positions

@@ -42,7 +42,6 @@ from nvcc_opt.search.cuda import (
     walk,
 )
 from nvcc_opt.search.kernel_facts import PURE_CALL, Facts, unit_loop
-from nvcc_opt.search.signatures import merge, readonly_params
 
 INVERSE = {"+=": "-=", "-=": "+="}
 VALUE_NODES = {
@@ -80,7 +79,7 @@ class _Loop:
 def drop_undo(code: str, facts: Facts) -> str | None:
     """The first loop whose updates a later loop undoes, saving and restoring instead, or None."""
     source = Source(code)
-    helpers = merge(facts.readonly_params, readonly_params(code))
+    helpers = facts.readonly_params  # the region's own helpers and those `search` found
     for kernel in source.kernels():
         arrays = _local_arrays(source, kernel)
         owned = _own_values(source, kernel) | set(arrays)
