@@ -14,6 +14,8 @@
 #   lulesh-opt  `integration.lulesh prepare` (LULESH_SIZE, LULESH_ITERS: 100) and `nvcc-opt optimize
 #            --model search?budget_s=LULESH_BUDGET` (240) on its kernel: what the search tries,
 #            its trace packed by every call even when the part is still running;
+#   gputests  `pytest -m gpu` on GPU_TESTS (default: tests/test_runtime_channel.py), with a JUnit
+#            report;
 #   lulesh   issue 18/19: `python -m integration.lulesh table` on .lulesh (a carried copy of the
 #            user's LULESH 2.0.2-dev checkout) with the search policy, LULESH_SIZE (120),
 #            LULESH_ITERS (400), LULESH_PAIRS (5).

@@ -62,6 +62,10 @@ for p in ${PARTS:-pool example lulesh}; do
       --model \"search?budget_s=${LULESH_BUDGET:-240}\" --json \
       src/lulesh.cu:CalcKinematicsAndMonotonicQGradient_kernel >$R/lulesh-opt-output.txt"
     ;;
+  gputests)  # the GPU tests named in GPU_TESTS (default: the channel's), on this machine's GPU
+    part gputests "python3 -m pytest -q -p no:cacheprovider -m gpu ${GPU_TESTS:-tests/test_runtime_channel.py} \
+      -o junit_family=xunit2 --junitxml=$R/gputests.xml"
+    ;;
   *) echo "unknown part $p" ;;
   esac
 done

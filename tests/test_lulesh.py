@@ -146,7 +146,29 @@ def test_compare_catches_energy_iterations_and_symmetry() -> None:
     its = parse(BASE_OUTPUT.replace("=  932", "=  933"))
     assert "iteration count 933 vs baseline 932" in compare(base, its, 1e-5, 1e-8)[0]
     skew = parse(BASE_OUTPUT.replace("MaxAbsDiff   = 1.455192e-11", "MaxAbsDiff   = 3.0e-03"))
-    assert "symmetry max_abs_diff" in compare(base, skew, 1e-5, 1e-8)[0]
+    assert "symmetry max_abs_diff_per_energy" in compare(base, skew, 1e-5, 1e-8)[0]
+    rel = parse(BASE_OUTPUT.replace("MaxRelDiff   = 2.003210e-14", "MaxRelDiff   = 1.0e-07"))
+    assert "symmetry max_rel_diff" in compare(base, rel, 1e-5, 1e-8)[0]
+
+
+def test_symmetry_is_judged_scale_free() -> None:
+    """Measured on an H100 at -s 120 -i 100: the original and a rewrite that changes the last
+    bits; the absolute figures differ by more than 1e-8 while every scale-free one is < 1e-13."""
+    big = BASE_OUTPUT.replace("=  45\n", "=  120\n").replace("7.130703e+04", "8.465100e+07")
+    big = big.replace("0.42 (s)", "7.98 (s)")  # the grind time's elapsed time at -s 120
+    base = parse(
+        big.replace("1.455192e-11", "7.450581e-09").replace("1.163234e-10", "1.972461e-08")
+    )
+    cand = parse(
+        big.replace("1.455192e-11", "1.117587e-08").replace("1.163234e-10", "3.150074e-08")
+    )
+    assert compare(base, cand, 1e-5, 1e-9) == []
+    assert all(v < 1e-13 for v in cand.symmetry().values())
+    assert cand.symmetry()["mean_abs_diff_per_energy"] == pytest.approx(
+        3.150074e-08 / (120 * 119 // 2) / 8.4651e07
+    )
+    lines = cand.symmetry_lines()
+    assert lines.startswith("lulesh_max_abs_diff_per_energy = 1.3202") and lines.count("\n") == 2
 
 
 def _config(tmp_path: Path) -> Path:
@@ -157,7 +179,17 @@ def _config(tmp_path: Path) -> Path:
     return work
 
 
+def _wrapped(out: str) -> str:
+    """`out` as run_lulesh.py passes it on: with its time and symmetry lines when it parses."""
+    try:
+        figures = parse(out)
+    except OutputError:
+        return out
+    return f"{out}lulesh_elapsed_s = {figures.elapsed_s:.9g}\n{figures.symmetry_lines()}"
+
+
 def _checked(work: Path, out: str, base: str) -> tuple[bool, tuple[str, ...]]:
+    out, base = _wrapped(out), _wrapped(base)
     config = load(work)
     rules = config.check
     outcome = check_run(
@@ -205,6 +237,8 @@ def test_config_loads_and_its_checks_accept_the_baseline(tmp_path: Path) -> None
         ("7.130703e+04", "7.150703e+04", "numbers_differ"),
         ("=  932", "=  931", "numbers_differ"),
         ("MaxAbsDiff   = 1.455192e-11", "MaxAbsDiff   = 2.5e-02", "numbers_differ"),
+        ("TotalAbsDiff = 1.163234e-10", "TotalAbsDiff = 9.0e+00", "numbers_differ"),
+        ("MaxRelDiff   = 2.003210e-14", "MaxRelDiff   = 5.0e-08", "numbers_differ"),
         ("Run completed:", "Run aborted:", "missing"),
         ("7.130703e+04", "nan", "forbidden"),
     ],

@@ -106,8 +106,13 @@ def test_run_command_output_passes_the_configs_checks(built: tuple[Path, Path, P
         argv, cwd=work, capture_output=True, text=True, check=False,
         env={**env, "LULESH_FIXTURE_EXTRA": "1"},
     )  # fmt: skip
+    asymmetric = subprocess.run(
+        argv, cwd=work, capture_output=True, text=True, check=False,
+        env={**env, "LULESH_FIXTURE_ASYMMETRY": "1"},
+    )  # fmt: skip
     baseline = RunOutput(0, base.stdout, "", {})
-    for run, ok in ((base, True), (skewed, False), (extra, False)):
+    runs = ((base, True), (skewed, False), (extra, False), (asymmetric, False))
+    for run, ok in runs:
         results = [
             check_run(RunOutput(run.returncode, run.stdout, "", {}), numbers=rx.pattern,
                       require=[r.pattern for r in config.check.require],

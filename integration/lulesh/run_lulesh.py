@@ -1,5 +1,6 @@
-"""The run command nvcc-opt.toml names: LULESH once, its output passed through, then one line
-`lulesh_elapsed_s = S`, the main loop's time to 8 digits (see output.py).
+"""The run command nvcc-opt.toml names: LULESH once, its output passed through, then the line
+`lulesh_elapsed_s = S`, the main loop's time to 8 digits, and the scale-free symmetry figures
+nvcc-opt's [check] compares (see output.py).
 
     python -m integration.lulesh.run_lulesh BINARY --size N --iters I [--size M ...]
 
@@ -30,7 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     sys.stderr.write(done.stderr)
     if done.returncode == 0:
         try:
-            print(f"lulesh_elapsed_s = {parse(done.stdout).elapsed_s:.9g}")
+            figures = parse(done.stdout)
+            print(f"lulesh_elapsed_s = {figures.elapsed_s:.9g}")
+            sys.stdout.write(figures.symmetry_lines())
         except OutputError as exc:
             print(f"run_lulesh: {exc}", file=sys.stderr)
             return 1
