@@ -59,7 +59,7 @@ for p in ${PARTS:-pool example lulesh}; do
     part lulesh-opt "python3 -m integration.lulesh prepare .lulesh --work /tmp/lulesh-opt \
       --size ${LULESH_SIZE:-120} --iters ${LULESH_ITERS:-100} >$R/lulesh-opt-prepare.log 2>&1 || exit 1; \
       cd /tmp/lulesh-opt && NVCC_OPT_STORE=/tmp/lulesh-opt/store.db nvcc-opt optimize --root /tmp/lulesh-opt \
-      --model \"search?budget_s=${LULESH_BUDGET:-240}\" --json \
+      --model \"search?budget_s=${LULESH_BUDGET:-240}${LULESH_SEARCH:+&$LULESH_SEARCH}\" --json \
       src/lulesh.cu:CalcKinematicsAndMonotonicQGradient_kernel >$R/lulesh-opt-output.txt"
     ;;
   gputests)  # the GPU tests named in GPU_TESTS (default: the channel's), on this machine's GPU

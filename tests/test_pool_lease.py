@@ -274,3 +274,18 @@ def test_sanitizer_runs_hold_their_gpu(tmp_path: Path, monkeypatch: pytest.Monke
     problems = final._sanitize(load(root), probe, Build(root / "build"), "6", [])
     assert problems == [] and probe.leased == [True, True]  # memcheck, racecheck
     assert [c.argv[2] for c in probe.calls] == ["memcheck", "racecheck"]
+
+
+def test_sanitizer_runs_render_work_as_their_own_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project whose run starts in `{work}` (LULESH writes a 90 MB file where it runs): the
+    sanitizer's runs get a folder of their own, as timed runs do, instead of failing to render."""
+    root = _project(tmp_path)
+    toml = root / "nvcc-opt.toml"
+    toml.write_text(toml.read_text().replace("[run]\n", '[run]\ncwd = "{work}"\n', 1))
+    probe = _LeaseProbe()
+    monkeypatch.setattr(final.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert final._sanitize(load(root), probe, Build(root / "build"), "6", []) == []
+    folders = [Path(str(c.cwd)) for c in probe.calls]
+    assert len(folders) == 2 and all(f.name.startswith("nvcc-opt-sanitize-") for f in folders)

@@ -336,3 +336,21 @@ def test_the_spec_forms_the_help_shows_all_load() -> None:
         policy = load(spec)
         assert isinstance(policy, SearchPolicy), spec
         assert (policy.budget_s, policy.max_calls) == (7, 3), spec
+
+
+def test_only_tries_the_named_changes_and_says_what_it_left() -> None:
+    policy = load("search?only=fast_math,maxrregcount7")
+    assert isinstance(policy, SearchPolicy)
+    calls, answer = drive(policy, gpu)
+    tried = [args for name, args in calls if name == "benchmark_code"]
+    assert [args.get("compile_args") for args in tried] == [["-use_fast_math"]]
+    assert all(args["code"] == REGION for args in tried)
+    assert answer["compile_args"] == ["-use_fast_math"] and answer["final_code"] == REGION
+    explanation = answer["explanation"]
+    assert "not tried (only=fast_math,maxrregcount7): " in explanation
+    assert "asked for but not applicable to this region: maxrregcount7" in explanation
+
+
+def test_only_rejects_names_no_change_has() -> None:
+    with pytest.raises(ValueError, match=r"only: unknown change\(s\) \['fastmath'\]"):
+        load("search?only=fastmath")

@@ -46,8 +46,8 @@ FIGURES = {
 }
 # The scale-free symmetry figures, as run_lulesh.py prints them after LULESH's output.
 SYMMETRY_LINES = {
-    "max_abs_diff_per_energy": r"(?m)^lulesh_max_abs_diff_per_energy = (\S+)$",
-    "mean_abs_diff_per_energy": r"(?m)^lulesh_mean_abs_diff_per_energy = (\S+)$",
+    "max_abs_diff_per_energy": r"lulesh_max_abs_diff_per_energy = (\S+)",
+    "mean_abs_diff_per_energy": r"lulesh_mean_abs_diff_per_energy = (\S+)",
 }
 # nvcc-opt.toml's [check] numbers, in this order: the iteration count, the origin energy, then
 # the scale-free symmetry figures.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -152,6 +153,15 @@ def optimize(
             except (ConfigError, PromptError, TreeError, ToolError, ModelError) as exc:
                 cannot.append(str(exc))
                 say(f"cannot optimize: {exc}")
+                return None
+            except Exception as exc:  # a bug of nvcc-opt: this region stops, the others go on
+                click.echo(traceback.format_exc(), err=True)
+                cannot.append(
+                    f"{region.file}:{region.span.start_line}: {region.name}: internal error in "
+                    f"nvcc-opt ({type(exc).__name__}: {exc}); nothing was stored for it; its "
+                    f"trace so far is {trace}; please report it with the traceback above"
+                )
+                say(f"cannot optimize: {cannot[-1]}")
                 return None
             _say(result, say)
             results.append(result)  # kept even if a later region is interrupted

