@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -172,15 +173,32 @@ class Benchmark:
         if reasons:
             return decide(True, "", None, None, guard_reasons=reasons)
         try:
-            baseline = self.baseline()
+            base_tree, _ = self.trees()
         except TreeError as exc:
             raise ToolError(str(exc)) from exc
-        built, tree = self.build_candidate(code, compile_args)
+        checks = self.code_checks()
+        # The baseline's build, the candidate's and the compiled-code checks' own compiles of
+        # the region's file are independent: side by side they cost one long compile, not four
+        # (a real application's file can take 20 s each). Only the object line waits for the
+        # baseline's objects.
+        with ThreadPoolExecutor(max_workers=3, thread_name_prefix="nvcc-opt-build") as pool:
+            baseline_job = pool.submit(self.baseline)
+            candidate_job = pool.submit(self.build_candidate, code, compile_args)
+            checks_job = pool.submit(
+                checks.reasons, base_tree.path, self.trees()[1].path, code, compile_args,
+                baseline_built=lambda: baseline_job.exception() is None,
+            )  # fmt: skip
+            try:
+                baseline = baseline_job.result()
+            except TreeError as exc:
+                raise ToolError(str(exc)) from exc
+            built, _ = candidate_job.result()
+            refused = checks_job.result()
         if not built.ok:
             return decide(False, built.errors, None, None)
-        refused = self.code_checks().reasons(baseline.build_dir, tree.path, code, compile_args)
         if refused:
             return decide(True, "", None, None, guard_reasons=refused)
+        _, tree = self.trees()
         candidate_build = self._build_of(tree.path)
         later = None if more_checks is None else lambda: more_checks(baseline, candidate_build)
         library = self.channel()

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,12 +59,18 @@ class CodeChecks:
             self._scratch = None
 
     def reasons(
-        self, baseline_tree: Path, candidate_tree: Path, code: str, compile_args: list[str]
+        self,
+        baseline_tree: Path,
+        candidate_tree: Path,
+        code: str,
+        compile_args: list[str],
+        baseline_built: Callable[[], bool] = lambda: True,
     ) -> list[str]:
         """Rejection reasons for `code` (`candidate_tree` need only be configured): the
-        allowlist's, or when it has none, the object line's."""
+        allowlist's, or when it has none, the object line's. `baseline_built()` waits for the
+        baseline's build (the object line reads its objects) and says whether it succeeded."""
         return self._allowlist(candidate_tree, code, compile_args) or self._objects(
-            baseline_tree, candidate_tree, code, compile_args
+            baseline_tree, candidate_tree, code, compile_args, baseline_built
         )
 
     def _allowlist(self, tree: Path, code: str, compile_args: list[str]) -> list[str]:
@@ -82,14 +89,27 @@ class CodeChecks:
         return preprocess(words, folder, region.file_text, region.span, code, runner=self.runner)
 
     def _objects(
-        self, baseline_tree: Path, candidate_tree: Path, code: str, compile_args: list[str]
+        self,
+        baseline_tree: Path,
+        candidate_tree: Path,
+        code: str,
+        compile_args: list[str],
+        baseline_built: Callable[[], bool],
     ) -> list[str]:
+        self._count += 1
+        name = f"cand{self._count}"
+        self._folder()
         try:
-            original = self._original_unit(candidate_tree)
-            self._count += 1
-            candidate = self._compile(candidate_tree, code, compile_args, f"cand{self._count}")
+            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="nvcc-opt-unit") as pool:
+                # the original's compile (first candidate only) beside the candidate's
+                first = pool.submit(self._original_unit, candidate_tree)
+                candidate = self._compile(candidate_tree, code, compile_args, name)
+                original = first.result()
         except UnitError as exc:
             return [f"objects: the region's translation unit cannot be compiled alone ({exc})"]
+        if not baseline_built():
+            shutil.rmtree(candidate.obj.parent, ignore_errors=True)
+            return ["objects: the baseline did not build, so the program's objects are unknown"]
         if not candidate.ok or not original.ok:
             return [
                 f"objects: the region's translation unit did not compile alone: "
