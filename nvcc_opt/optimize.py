@@ -27,7 +27,7 @@ from nvcc_opt.agent.trace import TraceWriter
 from nvcc_opt.change_kind import change_kind, unchanged
 from nvcc_opt.config import ProjectConfig
 from nvcc_opt.store.api import Store
-from nvcc_opt.submit import Answer, last_context, verify_and_store
+from nvcc_opt.submit import Answer, last_context, region_meta, verify_and_store
 from nvcc_opt.toolbox.schema import Toolbox
 from nvcc_opt.tools.bench import read_benchmark
 from nvcc_opt.tools.catalog import open_catalog
@@ -163,7 +163,7 @@ def optimize_region(
             compile_target=_target(store, region),
             tools=chosen,
         )
-        trace = TraceWriter(trace_path)
+        trace = TraceWriter(trace_path, {"region": region_meta(region)})
         deadline = time.monotonic() + limits.wall_s
         toolbox = Reporting(catalog.toolbox, progress, deadline)
         agent = Agent(model, toolbox, chosen, limits, trace)

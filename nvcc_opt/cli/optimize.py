@@ -159,7 +159,9 @@ def optimize(
                 cannot.append(
                     f"{region.file}:{region.span.start_line}: {region.name}: internal error in "
                     f"nvcc-opt ({type(exc).__name__}: {exc}); nothing was stored for it; its "
-                    f"trace so far is {trace}; please report it with the traceback above"
+                    f"trace so far is {trace} (where its model answered, `nvcc-opt verify "
+                    f"--answer {trace}` verifies that answer without asking the model again); "
+                    "please report it with the traceback above"
                 )
                 say(f"cannot optimize: {cannot[-1]}")
                 return None
@@ -170,7 +172,12 @@ def optimize(
         try:
             _run_all(targets, gpus, one)
         except KeyboardInterrupt:
-            click.echo("interrupted: what was verified so far is kept", err=True)
+            click.echo(
+                f"interrupted: what was verified so far is kept; an answer whose verification "
+                f"was cut off is verified again by `nvcc-opt verify --answer TRACE` (traces in "
+                f"{traces})",
+                err=True,
+            )
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in results], indent=2))
     if cannot:
