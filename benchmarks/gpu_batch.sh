@@ -17,7 +17,7 @@
 #   gputests  `pytest -m gpu` on GPU_TESTS (default: tests/test_runtime_channel.py), with a JUnit
 #            report;
 #   lulesh   issue 18/19: `python -m integration.lulesh table` on .lulesh (a carried copy of the
-#            user's LULESH 2.0.2-dev checkout) with the search policy, LULESH_SIZE (120),
+#            user's LULESH 2.0.2-dev checkout) with LULESH_MODEL (search), LULESH_SIZE (120),
 #            LULESH_ITERS (400), LULESH_PAIRS (5).
 # Usage (from the repository root, .whl and the data folders carried):
 #   PARTS="pool example" bash benchmarks/gpu_batch.sh start && bash benchmarks/gpu_batch.sh wait 540

@@ -48,7 +48,7 @@ for p in ${PARTS:-pool example lulesh}; do
       cp -r /tmp/ex/traces $R/example-traces 2>/dev/null; exit \$rc"
     ;;
   lulesh)
-    part lulesh "python3 -m integration.lulesh table .lulesh --model search \
+    part lulesh "python3 -m integration.lulesh table .lulesh --model \"${LULESH_MODEL:-search}\" \
       --size ${LULESH_SIZE:-120} --iters ${LULESH_ITERS:-400} --pairs ${LULESH_PAIRS:-5} \
       --work /tmp/lulesh --out $R/lulesh-table; \
       cp /tmp/lulesh/store.db $R/lulesh-store.db 2>/dev/null; \
