@@ -271,7 +271,9 @@ def test_sanitizer_runs_hold_their_gpu(tmp_path: Path, monkeypatch: pytest.Monke
     root = _project(tmp_path)
     probe = _LeaseProbe()
     monkeypatch.setattr(final.shutil, "which", lambda name: f"/usr/bin/{name}")
-    problems = final._sanitize(load(root), probe, Build(root / "build"), "6", [])
+    problems = final._sanitize(
+        load(root), probe, Build(root / "base"), Build(root / "build"), "6", []
+    )
     assert problems == [] and probe.leased == [True, True]  # memcheck, racecheck
     assert [c.argv[2] for c in probe.calls] == ["memcheck", "racecheck"]
 
@@ -286,6 +288,9 @@ def test_sanitizer_runs_render_work_as_their_own_folder(
     toml.write_text(toml.read_text().replace("[run]\n", '[run]\ncwd = "{work}"\n', 1))
     probe = _LeaseProbe()
     monkeypatch.setattr(final.shutil, "which", lambda name: f"/usr/bin/{name}")
-    assert final._sanitize(load(root), probe, Build(root / "build"), "6", []) == []
+    assert (
+        final._sanitize(load(root), probe, Build(root / "base"), Build(root / "build"), "6", [])
+        == []
+    )
     folders = [Path(str(c.cwd)) for c in probe.calls]
     assert len(folders) == 2 and all(f.name.startswith("nvcc-opt-sanitize-") for f in folders)

@@ -4,7 +4,8 @@ Independent of what the model saw: fresh private trees configured and built from
 paired runs (`[run] final_repeats`), the full checks, inputs never shown while exploring
 (`[verify] fresh_inputs`), the runtime state check (verify/state.py: the region's calls with
 inputs changed between them, compared element by element with the original's), and
-compute-sanitizer memcheck and racecheck where it is installed.
+compute-sanitizer memcheck and racecheck (missing, timed out, or failing on the original too: an
+`unmeasured:` note).
 
 What could not be checked on this machine is a note, kept with the verification: `unmeasured:`
 (no channel: no CUPTI, no GPU) and `uncontained:` (runs not contained) notes make `review` ask
@@ -30,9 +31,10 @@ from nvcc_opt.verify.kernels import RegionKernels, region_kernels
 from nvcc_opt.verify.measure import Build, check, run_once
 from nvcc_opt.verify.state import state_check
 from nvcc_opt.verify.verdict import Verdict
-from nvcc_opt.workspace.runner import Runner
+from nvcc_opt.workspace.runner import Completed, Runner
 
 SANITIZER_EXIT = 86
+SANITIZER_SLOWDOWN = 20  # a run under compute-sanitizer may take this many times [run] timeout_s
 PASSED = ("improved",)
 
 
@@ -80,7 +82,7 @@ def final_checks(
         library = channel() if channel is not None else None
         if not problems and library is not None and kernels is not None:
             problems = state_check(config, runner, base, cand, gpu, library, kernels, notes)
-        return problems or _sanitize(config, runner, cand, gpu, notes)
+        return problems or _sanitize(config, runner, base, cand, gpu, notes)
 
     return correct_everywhere
 
@@ -98,40 +100,75 @@ def _fresh_inputs(
 
 
 def _sanitize(
-    config: ProjectConfig, runner: Runner, cand: Build, gpu: str, notes: list[str]
+    config: ProjectConfig, runner: Runner, base: Build, cand: Build, gpu: str, notes: list[str]
 ) -> list[str]:
-    sanitizer = shutil.which("compute-sanitizer")
+    """memcheck and racecheck on the candidate. Only a clean pass (exit 0) passes silently: its
+    errors reject it; a run that timed out, or one that fails under the sanitizer where the
+    original too fails, is an `unmeasured:` caveat (review asks for --force); a failure the
+    original does not have rejects it."""
     if not config.verify.sanitizer:
+        notes.append("sanitizer: off ([verify] sanitizer = false)")
         return []
+    sanitizer = shutil.which("compute-sanitizer")
     if sanitizer is None or shutil.which("nvidia-smi") is None:
-        notes.append("sanitizer: not run (compute-sanitizer or a GPU is missing here)")
+        notes.append(
+            "unmeasured: compute-sanitizer did not run (it or a GPU is missing here), so the "
+            "candidate's memory accesses and races were not checked"
+        )
         return []
-    problems = []
+    problems: list[str] = []
     for tool in ("memcheck", "racecheck"):
-        with (
-            tempfile.TemporaryDirectory(prefix="nvcc-opt-sanitize-") as scratch,
-            gpu_lease(gpu),  # a check on the GPU: never beside a measurement
-        ):
-            work = Path(scratch)  # {work} in [run]: this run's own folder, as for a timed run
-            argv = [
-                sanitizer, "--tool", tool, "--error-exitcode", str(SANITIZER_EXIT),
-                "--target-processes", "all", *config.render_run(cand.build_dir, gpu, work),
-                *config.verify.sanitizer_args,
-            ]  # fmt: skip
-            done = runner.run(
-                argv,
-                cwd=config.run_cwd(cand.build_dir, gpu, work),
-                env={**os.environ, **config.run_env(cand.build_dir, gpu, work)},
-                timeout_s=config.run.timeout_s * 20,
-                writable=(Path(scratch),),  # the tree itself stays read-only
-                readonly=cand.readonly,
+        done = _under_sanitizer(config, runner, cand, gpu, sanitizer, tool)
+        if done.exit_status == 0 and not done.timed_out:
+            continue
+        if done.timed_out:
+            notes.append(
+                f"unmeasured: compute-sanitizer {tool} timed out on the candidate "
+                f"({config.run.timeout_s * SANITIZER_SLOWDOWN:g} s), so its findings are unknown"
             )
-        if done.exit_status == SANITIZER_EXIT:
-            first = next((x for x in done.stdout.splitlines() if "=========" in x), "errors")
-            problems.append(f"sanitizer_{tool}: {first.strip('= ').strip()[:200]}")
-        elif done.timed_out:
-            notes.append(f"sanitizer: {tool} timed out")
+            continue
+        original = _under_sanitizer(config, runner, base, gpu, sanitizer, tool)
+        found = _first_finding(done.stdout, done.exit_status)
+        if original.exit_status == 0 and not original.timed_out:
+            problems.append(f"sanitizer_{tool}: {found} (the original passes it)")
+        else:
+            notes.append(
+                f"unmeasured: compute-sanitizer {tool} on the candidate: {found}; the original "
+                f"does not pass it either ({_first_finding(original.stdout, original.exit_status)}"
+                "), so the candidate could not be judged by it"
+            )
     return problems
+
+
+def _under_sanitizer(
+    config: ProjectConfig, runner: Runner, build: Build, gpu: str, sanitizer: str, tool: str
+) -> Completed:
+    with (
+        tempfile.TemporaryDirectory(prefix="nvcc-opt-sanitize-") as scratch,
+        gpu_lease(gpu),  # a check on the GPU: never beside a measurement
+    ):
+        work = Path(scratch)  # {work} in [run]: this run's own folder, as for a timed run
+        argv = [
+            sanitizer, "--tool", tool, "--error-exitcode", str(SANITIZER_EXIT),
+            "--target-processes", "all", *config.render_run(build.build_dir, gpu, work),
+            *config.verify.sanitizer_args,
+        ]  # fmt: skip
+        return runner.run(
+            argv,
+            cwd=config.run_cwd(build.build_dir, gpu, work),
+            env={**os.environ, **config.run_env(build.build_dir, gpu, work)},
+            timeout_s=config.run.timeout_s * SANITIZER_SLOWDOWN,
+            writable=(Path(scratch),),  # the tree itself stays read-only
+            readonly=build.readonly,
+        )
+
+
+def _first_finding(stdout: str, status: int | None) -> str:
+    """The sanitizer's first report line, or how the run ended."""
+    if status == SANITIZER_EXIT:
+        first = next((x for x in stdout.splitlines() if "=========" in x), "errors")
+        return first.strip("= ").strip()[:200] or "errors"
+    return f"exit status {status} under the sanitizer"
 
 
 def machine(runner: Runner) -> str:

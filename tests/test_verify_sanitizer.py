@@ -1,0 +1,122 @@
+"""compute-sanitizer in the final verification: only a clean pass passes silently.
+
+A candidate's sanitizer errors reject it when the original passes the same tool; anything the
+sanitizer could not establish (not installed, timed out, the original failing too) is an
+`unmeasured:` caveat, which review will not accept without --force. Runs are scripted (no GPU
+here); compute-sanitizer and nvidia-smi are said to exist."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nvcc_opt.config import load
+from nvcc_opt.records import CAVEATS
+from nvcc_opt.verify import final
+from nvcc_opt.verify.measure import Build
+from nvcc_opt.workspace.runner import Completed, ScriptedRunner, completed
+
+PROJECT = """\
+[build]
+dir = "build"
+command = ["true"]
+
+[run]
+command = ["./app"]
+timeout_s = 30
+"""
+REPORT = "========= Invalid __global__ write of size 4 bytes\n========= ERROR SUMMARY: 1 error\n"
+CLEAN = completed(0, "========= ERROR SUMMARY: 0 errors\n")
+FOUND = completed(final.SANITIZER_EXIT, REPORT)
+
+
+def _sanitize(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answers: list[Completed], **toml: str
+) -> tuple[list[str], list[str], ScriptedRunner]:
+    root = tmp_path / "project"
+    for d in ("build", "base", "cand"):
+        (root / d).mkdir(parents=True, exist_ok=True)
+    text = PROJECT + "".join(f"\n[verify]\n{k} = {v}\n" for k, v in toml.items())
+    (root / "nvcc-opt.toml").write_text(text, encoding="utf-8")
+    monkeypatch.setattr(final.shutil, "which", lambda name: f"/usr/bin/{name}")
+    runner = ScriptedRunner(answers)
+    notes: list[str] = []
+    problems = final._sanitize(
+        load(root), runner, Build(root / "base"), Build(root / "cand"), "0", notes
+    )
+    return problems, notes, runner
+
+
+def _caveats(notes: list[str]) -> list[str]:
+    return [n for n in notes if n.startswith(CAVEATS)]
+
+
+def test_clean_candidate_passes_without_running_the_original(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    problems, notes, runner = _sanitize(tmp_path, monkeypatch, [CLEAN, CLEAN])
+    assert problems == [] and _caveats(notes) == []
+    assert [c.argv[2] for c in runner.calls] == ["memcheck", "racecheck"]
+
+
+def test_errors_the_original_does_not_have_reject(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    problems, notes, runner = _sanitize(tmp_path, monkeypatch, [FOUND, CLEAN, CLEAN])
+    assert problems == [
+        "sanitizer_memcheck: Invalid __global__ write of size 4 bytes (the original passes it)"
+    ]
+    assert _caveats(notes) == []
+
+
+def test_a_crash_under_the_sanitizer_the_original_does_not_have_rejects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not the sanitizer's error code, but the candidate fails under it and the original does not:
+    a candidate that behaves differently when watched is a failure, not a pass."""
+    problems, _, _ = _sanitize(tmp_path, monkeypatch, [CLEAN, completed(3), CLEAN])
+    assert problems == [
+        "sanitizer_racecheck: exit status 3 under the sanitizer (the original passes it)"
+    ]
+
+
+def test_errors_the_original_has_too_are_a_caveat_not_a_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    problems, notes, _ = _sanitize(tmp_path, monkeypatch, [CLEAN, FOUND, FOUND])
+    assert problems == []
+    [caveat] = _caveats(notes)
+    assert caveat.startswith("unmeasured: compute-sanitizer racecheck on the candidate")
+    assert "the original does not pass it either" in caveat
+
+
+def test_a_timed_out_sanitizer_is_a_caveat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    problems, notes, runner = _sanitize(
+        tmp_path, monkeypatch, [completed(-9, timed_out=True), CLEAN]
+    )
+    assert problems == []
+    assert _caveats(notes) == [
+        "unmeasured: compute-sanitizer memcheck timed out on the candidate (600 s), so its "
+        "findings are unknown"
+    ]
+    assert [c.timeout_s for c in runner.calls] == [600, 600]
+
+
+def test_no_sanitizer_here_is_a_caveat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "p"
+    (root / "build").mkdir(parents=True)
+    (root / "nvcc-opt.toml").write_text(PROJECT, encoding="utf-8")
+    monkeypatch.setattr(final.shutil, "which", lambda name: None)
+    notes: list[str] = []
+    runner = ScriptedRunner([])
+    assert final._sanitize(load(root), runner, Build(root), Build(root), "0", notes) == []
+    assert len(_caveats(notes)) == 1 and "did not run" in notes[0] and runner.calls == []
+
+
+def test_switched_off_by_the_project_is_said_but_not_a_caveat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    problems, notes, runner = _sanitize(tmp_path, monkeypatch, [], sanitizer="false")
+    assert problems == [] and runner.calls == []
+    assert notes == ["sanitizer: off ([verify] sanitizer = false)"] and _caveats(notes) == []
