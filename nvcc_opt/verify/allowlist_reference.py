@@ -1,17 +1,20 @@
 """What the original region does, over all its sides: the `Reference` the allowlist judges a
 candidate against (what it uses and calls, and with which string literals, the functions and
 namespaces it defines, its host asm, launch streams, attributes, directives, static-storage
-variables and the files its translation unit reads). Built once per original and kept.
+variables, the files its translation unit reads, the names it declares at namespace scope and
+every name the unit uses outside it). Built once per original and kept.
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
 from nvcc_opt.verify.preprocess import Preprocessed
 from nvcc_opt.verify.region_code import RegionCode
+from nvcc_opt.verify.region_exports import exports, outside_names
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,9 @@ class Reference:
     directives: frozenset[str]  # whitespace-normalized
     variables: frozenset[tuple[str, str]]  # (name, where) of its static-storage variables
     files: frozenset[str]  # every file its translation unit reads (real paths)
+    exports: dict[str, int]  # name -> how many namespace-scope declarations (most on one side)
+    outside: frozenset[str]  # every identifier of the unit outside the region, on any side
+    after: frozenset[str]  # those of the code after the region
 
 
 @lru_cache(maxsize=4)
@@ -40,6 +46,10 @@ def reference_of(original: Preprocessed) -> Reference:
     named = {s.file for side in original.sides for s in side.segments}  # each file once: a
     # unit's linemarkers name the same few headers tens of thousands of times
     files = {os.path.realpath(file) for file in named}
+    declared: dict[str, int] = {}
+    for code in codes:
+        for name, count in Counter(e.name for e in exports(code)).items():
+            declared[name] = max(declared.get(name, 0), count)
     return Reference(
         uses=frozenset(unqualified(u.name) for code in codes for u in code.uses),
         calls=calls,
@@ -51,6 +61,9 @@ def reference_of(original: Preprocessed) -> Reference:
         directives=frozenset(" ".join(t.split()) for code in codes for t, _ in code.directives),
         variables=frozenset((v.name, v.where) for code in codes for v in code.variables),
         files=frozenset(files),
+        exports=declared,
+        outside=frozenset().union(*(outside_names(side) for side in original.sides)),
+        after=frozenset().union(*(outside_names(s, after_only=True) for s in original.sides)),
     )
 
 

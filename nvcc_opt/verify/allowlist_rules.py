@@ -6,6 +6,7 @@ original's (`allowlist_reference`), reading declarations from the symbol table.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 from nvcc_opt.verify.allowlist_lists import (
@@ -24,6 +25,7 @@ from nvcc_opt.verify.allowlist_lists import (
 from nvcc_opt.verify.allowlist_reference import Reference, unqualified
 from nvcc_opt.verify.region_code import RegionCode
 from nvcc_opt.verify.region_definitions import Variable
+from nvcc_opt.verify.region_exports import exports, first_use_outside
 from nvcc_opt.verify.region_uses import Use
 from nvcc_opt.verify.symbols import (
     FUNCTION,
@@ -67,6 +69,7 @@ class Rules:
 
     def reasons(self) -> Iterable[tuple[str, int]]:
         yield from self._definitions()
+        yield from self._exports()
         yield from self._state()
         for use in self.code.uses:
             reason = self._use_reason(use)
@@ -96,6 +99,46 @@ class Rules:
                     "relocatable device code (make it static)",
                     d.line,
                 )
+
+    def _exports(self) -> Iterable[tuple[str, int]]:
+        """A name the candidate declares at namespace scope more often than the original does
+        (a new one, another overload or a specialization) must be one the code outside the
+        region never uses: otherwise it could change what that code calls or instantiates.
+        Functions and specializations reach all of the unit (overloads, argument-dependent
+        lookup and instantiation at its end); other names only the code after the region."""
+        ref = self.reference
+        exported = exports(self.code)
+        counts = Counter(e.name for e in exported)
+        fresh_types = {e.name for e in exported if e.kind == "type" and e.name not in ref.outside}
+        said: set[str] = set()
+        for e in exported:
+            if e.name in said or counts[e.name] <= ref.exports.get(e.name, 0):
+                continue
+            said.add(e.name)
+            if e.kind == "using namespace":
+                yield (
+                    f"`{e.name}` at namespace scope, which the original does not have: it "
+                    "changes name lookup in the code after the region",
+                    e.line,
+                )
+            elif e.name.startswith("operator"):
+                if not fresh_types & set(e.parameter_types):
+                    yield (
+                        f"declares {e.name} at namespace scope on types it does not define "
+                        f"({', '.join(e.parameter_types) or 'none'}): it could change what "
+                        "that operator does in the code outside the region",
+                        e.line,
+                    )
+            else:
+                everywhere = e.kind in ("function", "specialization", "using")
+                if e.name in (ref.outside if everywhere else ref.after):
+                    where = first_use_outside(self.code.side, e.name, after_only=not everywhere)
+                    yield (
+                        f"declares {e.kind} {e.name}, a name the code outside the region also "
+                        f"uses{f' ({where})' if where else ''}: a new declaration of it could "
+                        "change what that code calls or names; give it a name of its own",
+                        e.line,
+                    )
 
     # -- 2. state -----------------------------------------------------------------------------
 

@@ -1,0 +1,172 @@
+"""The names a region declares where code outside it can see them, and the names that code uses.
+
+A region is compiled in the middle of its translation unit, so a namespace-scope declaration it
+adds is visible to everything after it and, through overload resolution, argument-dependent
+lookup and template instantiation (which happens at the end of the unit), to code before it as
+well. A new overload `verify(float*, float*, int)` beside an outside `verify(const float*, ...)`,
+or a `template<> struct Tol<float>` specializing an outside template, changes what the code
+outside the region computes without a line of that code changing.
+
+`exports` lists what one side of a region declares at namespace scope (functions, variables,
+types, specializations, enumerators of unscoped enums, aliases, using-declarations and
+-directives), by the name outside code would spell; `outside_names` reads every identifier of a
+preprocessed unit outside the region's rows; `first_use_outside` says where one is used.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import tree_sitter
+
+from nvcc_opt.verify.preprocess import Side
+from nvcc_opt.verify.region_code import RegionCode
+from nvcc_opt.verify.syntax import declarator_name
+
+_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_RECORDS = frozenset(("struct_specifier", "class_specifier", "union_specifier", "enum_specifier"))
+_OPENERS = frozenset(("linkage_specification", "declaration_list", "template_declaration"))
+
+
+@dataclass(frozen=True)
+class Export:
+    """One namespace-scope declaration of the region, by the name code outside would use."""
+
+    name: str  # the last component, template arguments dropped; `operator+` for operators
+    kind: str  # "function", "specialization", "variable", "type", "enumerator", "using",
+    # "using namespace" (its name: `using namespace X`)
+    line: int
+    parameter_types: tuple[str, ...] = ()  # an operator's parameters' type names
+
+
+def exports(code: RegionCode) -> list[Export]:
+    """What the region declares at namespace scope (see the module docstring)."""
+    found: list[Export] = []
+    _walk(code, code.tree.root_node, found)
+    return found
+
+
+def _walk(code: RegionCode, node: tree_sitter.Node, found: list[Export]) -> None:
+    for child in node.named_children:
+        kind = child.type
+        if kind == "namespace_definition":
+            body = child.child_by_field_name("body")
+            if body is not None:
+                _walk(code, body, found)
+        elif kind in _OPENERS:
+            _walk(code, child, found)
+        elif kind in ("function_definition", "declaration", "type_definition"):
+            _declaration(code, child, found)
+        elif kind in _RECORDS:
+            _record(code, child, found)
+        elif kind in ("alias_declaration", "namespace_alias_definition", "concept_definition"):
+            name = child.child_by_field_name("name") or next(iter(child.named_children), None)
+            if name is not None:
+                found.append(Export(_base(code.text(name)), "type", code.line(child)))
+        elif kind == "using_declaration":
+            text = code.text(child)
+            words = text.removesuffix(";").split()
+            if len(words) >= 3 and words[1] == "namespace":
+                found.append(Export(" ".join(words), "using namespace", code.line(child)))
+            elif words:
+                found.append(Export(_base(words[-1]), "using", code.line(child)))
+
+
+def _declaration(code: RegionCode, node: tree_sitter.Node, found: list[Export]) -> None:
+    kind = node.type
+    type_node = node.child_by_field_name("type")
+    if type_node is not None and type_node.type in _RECORDS:
+        _record(code, type_node, found)
+    for declarator in node.children_by_field_name("declarator"):
+        name, function = declarator_name(declarator)
+        if name is None:
+            continue
+        text = code.text(name)
+        if name.type == "qualified_identifier" and text.split("::")[0] in code.own_types:
+            continue  # `S::f` of a class the region defines: reached only through S
+        if kind == "type_definition":
+            found.append(Export(_base(text), "type", code.line(node)))
+        elif name.type == "operator_name":
+            found.append(
+                Export(
+                    "operator" + text.removeprefix("operator").strip(),
+                    "function",
+                    code.line(node),
+                    _parameter_types(code, declarator),
+                )
+            )
+        else:
+            what = "function" if function else "variable"
+            if name.type == "template_function":
+                what = "specialization"
+            found.append(Export(_base(text), what, code.line(node)))
+
+
+def _record(code: RegionCode, node: tree_sitter.Node, found: list[Export]) -> None:
+    name = node.child_by_field_name("name")
+    body = node.child_by_field_name("body")
+    if body is None:
+        return  # a use of the type or a forward declaration: declares nothing new to judge
+    if name is not None:
+        what = "specialization" if name.type == "template_type" else "type"
+        found.append(Export(_base(code.text(name)), what, code.line(node)))
+    scoped = any(c.type in ("class", "struct") for c in node.children)
+    if node.type == "enum_specifier" and not scoped:
+        for item in body.named_children:
+            if item.type == "enumerator" and (label := item.child_by_field_name("name")):
+                found.append(Export(code.text(label), "enumerator", code.line(item)))
+
+
+def _parameter_types(code: RegionCode, declarator: tree_sitter.Node) -> tuple[str, ...]:
+    """The type names of a function declarator's parameters (`const S&` -> `S`)."""
+    node: tree_sitter.Node | None = declarator
+    while node is not None and node.type != "function_declarator":
+        node = node.child_by_field_name("declarator")
+    params = node.child_by_field_name("parameters") if node is not None else None
+    names: list[str] = []
+    for param in params.named_children if params is not None else ():
+        type_node = param.child_by_field_name("type")
+        if type_node is not None:
+            names.append(_base(code.text(type_node).split()[-1]))
+    return tuple(names)
+
+
+def _base(text: str) -> str:
+    """`ns::Tol<float>` -> `Tol`."""
+    depth, out = 0, []
+    for char in text:
+        depth += (char == "<") - (char == ">")
+        if depth == 0 and char not in "<>":
+            out.append(char)
+    return "".join(out).split("::")[-1].strip()
+
+
+def outside_names(side: Side, *, after_only: bool = False) -> frozenset[str]:
+    """Every identifier of the preprocessed unit outside the region's rows, or only after them
+    (linemarkers and string literals included: a name there too counts, erring toward refusing)."""
+    first, last = side.chunk
+    rows = side.unit.encode("utf-8", "surrogateescape").split(b"\n")
+    before = b"" if after_only else b"\n".join(rows[:first])
+    text = before + b"\n" + b"\n".join(rows[last + 1 :])
+    return frozenset(w.decode("ascii") for w in set(_WORD.findall(text)))
+
+
+def first_use_outside(side: Side, name: str, *, after_only: bool = False) -> str:
+    """`FILE:LINE` of the first use of `name` outside the region in `side`'s unit (after it,
+    with `after_only`), or ''."""
+    first, last = side.chunk
+    if after_only:
+        first = 0
+    word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
+    file, line = "", 0
+    for row, text in enumerate(side.unit.split("\n")):
+        marker = re.match(r'#\s*(?:line\s+)?(\d+)\s+"([^"]*)"', text)
+        if marker:
+            file, line = marker.group(2), int(marker.group(1)) - 1
+            continue
+        line += 1
+        if not first <= row <= last and word.search(text):
+            return f"{file}:{line}"
+    return ""
