@@ -20,7 +20,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nvcc_opt.tools.region import Region
@@ -32,7 +32,7 @@ from nvcc_opt.workspace.runner import Runner
 from nvcc_opt.workspace.unit import (
     Compiled,
     UnitError,
-    compile_command,
+    compile_commands,
     compile_unit,
     object_of,
 )
@@ -49,7 +49,7 @@ class CodeChecks:
     timeout_s: float
     _scratch: Path | None = None
     _original: Compiled | None = None
-    _preprocessed: Preprocessed | None = None
+    _preprocessed: dict[int, Preprocessed] = field(default_factory=dict)  # by compile entry
     _elsewhere: Mapping[str, Elsewhere] | None = None
     _count: int = 0
 
@@ -74,15 +74,27 @@ class CodeChecks:
         )
 
     def _allowlist(self, tree: Path, code: str, compile_args: list[str]) -> list[str]:
+        """The allowlist under every distinct compile of the region's file (two targets may
+        build it with different flags: a candidate is judged as each of them compiles it)."""
         region = self.region
+        reasons: list[str] = []
         try:
-            words, folder = compile_command(tree / "compile_commands.json", region.file)
-            if self._preprocessed is None:
-                self._preprocessed = self._preprocess(words, folder, region.text)
-            candidate = self._preprocess([*words, *compile_args], folder, code)
+            entries = compile_commands(tree / "compile_commands.json", region.file)
+            for i, (words, folder) in enumerate(entries):
+                if i not in self._preprocessed:
+                    self._preprocessed[i] = self._preprocess(words, folder, region.text)
+                candidate = self._preprocess([*words, *compile_args], folder, code)
+                found = check_candidate(self._preprocessed[i], candidate)
+                if i and found:
+                    found = [
+                        f"{r} (under the flags of compile {i + 1} of the {len(entries)} distinct "
+                        "ones compile_commands.json lists for this file)"
+                        for r in found
+                    ]
+                reasons += [r for r in found if r not in reasons]
         except (UnitError, PreprocessError) as exc:
             return [f"allowlist: the candidate cannot be preprocessed and read ({exc})"]
-        return check_candidate(self._preprocessed, candidate)
+        return reasons
 
     def _preprocess(self, words: list[str], folder: Path, code: str) -> Preprocessed:
         region = self.region

@@ -38,21 +38,36 @@ class Compiled:
 
 
 def compile_command(database: Path, source: Path) -> tuple[list[str], Path]:
-    """The words and working directory compile_commands.json gives for compiling `source`."""
+    """The words and working directory compile_commands.json gives for compiling `source` (its
+    first entry)."""
+    return compile_commands(database, source)[0]
+
+
+def compile_commands(database: Path, source: Path) -> list[tuple[list[str], Path]]:
+    """Every distinct compile of `source` compile_commands.json lists (a file two targets build
+    with different flags has two), in its order; entries that differ only in their output and
+    depfile options count once. Raises UnitError when there is none."""
     try:
         entries = json.loads(database.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UnitError(f"cannot read the private tree's {database.name} ({exc})") from exc
     wanted = os.path.realpath(source)
+    found: list[tuple[list[str], Path]] = []
+    seen: set[tuple[str, ...]] = set()
     for entry in entries:
         folder = Path(entry["directory"])
         if os.path.realpath(folder / entry["file"]) == wanted:
-            words = entry.get("arguments") or shlex.split(entry["command"])
-            return [str(w) for w in words], folder
-    raise UnitError(
-        f"the build compiles no {source.name} (not in compile_commands.json): the region must be "
-        "in a .cu file of a CMake CUDA target"
-    )
+            words = [str(w) for w in entry.get("arguments") or shlex.split(entry["command"])]
+            key = (str(folder), *without_options(words, _DROPPED))
+            if key not in seen:
+                seen.add(key)
+                found.append((words, folder))
+    if not found:
+        raise UnitError(
+            f"the build compiles no {source.name} (not in compile_commands.json): the region "
+            "must be in a .cu file of a CMake CUDA target"
+        )
+    return found
 
 
 def analysis_command(words: Sequence[str], launcher: str, obj: Path, keep: Path) -> list[str]:
