@@ -5,8 +5,9 @@ honest runs, including a fused kernel whose launch gaps no kernel duration shows
 from __future__ import annotations
 
 from nvcc_opt.runtime.report import Kernel, Process, Report
-from nvcc_opt.verify.corroborate import Observed, channel_reasons
+from nvcc_opt.verify.corroborate import Observed, channel_reasons, owned_speedup
 from nvcc_opt.verify.kernels import RegionKernels
+from nvcc_opt.verify.measure import capped
 from nvcc_opt.verify.stats import compare
 
 PAIR = RegionKernels(frozenset({"axpy", "rescale"}), frozenset({"fused"}), False)
@@ -113,3 +114,33 @@ def test_no_channel_in_the_baseline_is_a_note_not_a_verdict() -> None:
     cand = [Observed(1.0, Report()) for _ in range(6)]
     found, notes = channel_reasons(base, cand, PAIR, None, printed_is_wall=False)
     assert found == [] and notes[0].startswith("unmeasured:")
+
+
+def test_the_kept_speedup_is_never_above_what_nvcc_opt_measured_itself() -> None:
+    """Printed 1.40x passes corroboration (the region's GPU time shows 1.225x, more than a quarter
+    of the gain), but the verdict keeps 1.225x: a gain only the program's clock shows is never
+    reported, stored or rewarded."""
+    cand = [run(1.0, fused=(401, 40_000_000), sums=(401, 36_000_000)) for _ in range(8)]
+    owned = owned_speedup(baseline(8), cand, PAIR)
+    assert owned is not None and abs(owned - 49 / 40) < 1e-9
+    comparison = printed(1.4)
+    kept, said = capped(comparison, owned, 1.02)  # type: ignore[arg-type]
+    assert kept.speedup == owned and kept.ci_high <= owned and kept.verdict == "faster"
+    assert said and "1.400x" in said[0] and "1.225x kept" in said[0]
+
+
+def test_a_printed_gain_nvcc_opt_does_not_see_at_all_is_not_faster() -> None:
+    kept, _ = capped(printed(1.3), 0.99, 1.02)  # type: ignore[arg-type]
+    assert kept.verdict == "not faster" and kept.speedup == 0.99
+
+
+def test_an_honest_gain_below_the_owned_one_is_kept_as_printed() -> None:
+    cand = [run(0.99, fused=(401, 30_000_000), sums=(401, 36_000_000)) for _ in range(8)]
+    comparison = printed(1.2)
+    kept, said = capped(comparison, owned_speedup(baseline(8), cand, PAIR), 1.02)  # type: ignore[arg-type]
+    assert kept is comparison and said == ()
+
+
+def test_no_owned_speedup_without_every_report() -> None:
+    cand = [run(0.99, complete=False, fused=(401, 30_000_000))] * 8
+    assert owned_speedup(baseline(8), cand, PAIR) is None

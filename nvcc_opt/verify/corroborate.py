@@ -166,6 +166,23 @@ def _region_reasons(
     return reasons
 
 
+def owned_speedup(
+    baseline: Sequence[Observed], candidate: Sequence[Observed], kernels: RegionKernels
+) -> float | None:
+    """The larger of the two speedups nvcc-opt measured itself (the region's GPU time, the
+    runs' wall time), or None without a complete channel report from every run. The speedup a
+    verdict keeps is never above it (`measure.capped`): a printed gain the program's own
+    clock shows and nvcc-opt's do not is not reported, even where it is within GAIN_SHARE."""
+    base = [o.channel for o in baseline]
+    cand = [o.channel for o in candidate]
+    if not base or not cand or any(r is None or not r.complete for r in (*base, *cand)):
+        return None
+    gpu_a = [r.gpu_ns(kernels.original) for r in base if r is not None]
+    gpu_b = [r.gpu_ns(kernels.candidate) for r in cand if r is not None]
+    wall = _ratio([o.wall_s for o in baseline], [o.wall_s for o in candidate])
+    return max(_ratio(gpu_a, gpu_b) if statistics.median(gpu_a) > 0 else 0.0, wall)
+
+
 def _ratio(a: Sequence[float], b: Sequence[float]) -> float:
     mb = statistics.median(b)
     return statistics.median(a) / mb if mb > 0 else float("inf")

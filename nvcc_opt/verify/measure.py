@@ -14,6 +14,7 @@ other threads or processes of this host (a tool pool) never share the GPU with a
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -28,9 +29,9 @@ from nvcc_opt.pool.lease import gpu_lease
 from nvcc_opt.runtime import report
 from nvcc_opt.runtime.build import environment
 from nvcc_opt.verify.checks import CheckResult, RunOutput, check_run
-from nvcc_opt.verify.corroborate import Observed, channel_reasons
+from nvcc_opt.verify.corroborate import Observed, channel_reasons, owned_speedup
 from nvcc_opt.verify.kernels import RegionKernels
-from nvcc_opt.verify.stats import Comparison, compare, hopeless, schedule
+from nvcc_opt.verify.stats import Comparison, Direction, compare, hopeless, schedule
 from nvcc_opt.workspace.runner import Completed, Runner
 
 # A timed run may take this many times the slowest check run of the same call before it is
@@ -313,8 +314,36 @@ def measure(
     )
     if reasons:
         return Measurement(baseline_output, CheckResult(False, tuple(reasons)), None, 0, note)
+    if comparison is not None and not unmeasured and config.time.source != "wall":
+        owned = owned_speedup(seen["A"], seen["B"], kernels)
+        comparison, said = capped(comparison, owned, min_speedup)
+        notes = (*notes, *said)
     return Measurement(
         baseline_output, verdict, comparison, len(times["B"]), note, (*notes, *unmeasured)
+    )
+
+
+def capped(
+    comparison: Comparison, owned: float | None, min_speedup: float = 1.0
+) -> tuple[Comparison, tuple[str, ...]]:
+    """`comparison` with its speedup and interval no higher than what nvcc-opt measured
+    itself (`owned`), and the note saying so; unchanged when it is not above it."""
+    if owned is None or comparison.verdict != "faster" or comparison.speedup <= owned:
+        return comparison, ()
+    verdict: Direction = (
+        "faster" if owned >= max(min_speedup, 1.0) and owned > 1.0 else "not faster"
+    )
+    kept = dataclasses.replace(
+        comparison,
+        speedup=owned,
+        ci_low=min(comparison.ci_low, owned),
+        ci_high=min(comparison.ci_high, owned),
+        verdict=verdict,
+        reason=f"{comparison.reason}; capped at nvcc-opt's own measurement",
+    )
+    return kept, (
+        f"speedup: the printed times say {comparison.speedup:.3f}x, nvcc-opt's own measurements "
+        f"(the region's GPU time, the runs' wall time) at most {owned:.3f}x: {owned:.3f}x kept",
     )
 
 
