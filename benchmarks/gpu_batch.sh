@@ -18,7 +18,8 @@
 #            report;
 #   lulesh   issue 18/19: `python -m integration.lulesh table` on .lulesh (a carried copy of the
 #            user's LULESH 2.0.2-dev checkout) with LULESH_MODEL (search), LULESH_SIZE (120),
-#            LULESH_ITERS (400), LULESH_PAIRS (5).
+#            LULESH_ITERS (400), LULESH_PAIRS (5), LULESH_ARGS (more table options,
+#            e.g. --force-accept).
 # Usage (from the repository root, .whl and the data folders carried):
 #   PARTS="pool example" bash benchmarks/gpu_batch.sh start && bash benchmarks/gpu_batch.sh wait 540
 #   bash benchmarks/gpu_batch.sh wait 560          # back to back, within 30 s of the last call

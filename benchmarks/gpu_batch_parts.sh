@@ -49,7 +49,7 @@ for p in ${PARTS:-pool example lulesh}; do
     ;;
   lulesh)
     part lulesh "python3 -m integration.lulesh table .lulesh --model \"${LULESH_MODEL:-search}\" \
-      --size ${LULESH_SIZE:-120} --iters ${LULESH_ITERS:-400} --pairs ${LULESH_PAIRS:-5} \
+      --size ${LULESH_SIZE:-120} --iters ${LULESH_ITERS:-400} --pairs ${LULESH_PAIRS:-5} ${LULESH_ARGS:-} \
       --work /tmp/lulesh --out $R/lulesh-table; \
       cp /tmp/lulesh/store.db $R/lulesh-store.db 2>/dev/null; \
       cp -r /tmp/lulesh/traces $R/lulesh-traces 2>/dev/null; true"
