@@ -26,7 +26,12 @@ command = ["true"]
 command = ["./app"]
 timeout_s = 30
 """
-REPORT = "========= Invalid __global__ write of size 4 bytes\n========= ERROR SUMMARY: 1 error\n"
+REPORT = (
+    "========= COMPUTE-SANITIZER\n"
+    "========= Invalid __global__ write of size 4 bytes\n"
+    "=========     at k(float *)+0x70\n"
+    "========= ERROR SUMMARY: 1 error\n"
+)
 CLEAN = completed(0, "========= ERROR SUMMARY: 0 errors\n")
 FOUND = completed(final.SANITIZER_EXIT, REPORT)
 
@@ -120,3 +125,36 @@ def test_switched_off_by_the_project_is_said_but_not_a_caveat(
     problems, notes, runner = _sanitize(tmp_path, monkeypatch, [], sanitizer="false")
     assert problems == [] and runner.calls == []
     assert notes == ["sanitizer: off ([verify] sanitizer = false)"] and _caveats(notes) == []
+
+
+def _races(n: int) -> Completed:
+    """racecheck's output as compute-sanitizer 2025 writes it: a banner first."""
+    return completed(
+        final.SANITIZER_EXIT,
+        "========= COMPUTE-SANITIZER\n"
+        + "========= Error: Race reported between Write access at k(float*)+0x60\n" * n
+        + "=========     and Read access at k(float*)+0x90\n========= \n"
+        + f"========= RACECHECK SUMMARY: {n} hazard displayed ({n} error, 0 warnings)\n",
+    )
+
+
+def test_the_reason_quotes_the_finding_not_the_banner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LULESH on an H100: its original has a racecheck hazard too, and the caveat read
+    "COMPUTE-SANITIZER", the banner, where the finding belonged."""
+    _, notes, _ = _sanitize(tmp_path, monkeypatch, [CLEAN, _races(1), _races(1)])
+    [caveat] = _caveats(notes)
+    assert "1 errors, the original 1; Error: Race reported between Write access" in caveat
+    assert "COMPUTE-SANITIZER" not in caveat
+
+
+def test_more_errors_than_the_original_has_reject(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    problems, notes, _ = _sanitize(tmp_path, monkeypatch, [CLEAN, _races(3), _races(1)])
+    assert problems == [
+        "sanitizer_racecheck: 3 errors where the original has 1 (Error: Race reported between "
+        "Write access at k(float*)+0x60)"
+    ]
+    assert _caveats(notes) == []

@@ -15,6 +15,7 @@ for --force, as an unverified rewrite does.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -34,6 +35,7 @@ from nvcc_opt.verify.verdict import Verdict
 from nvcc_opt.workspace.runner import Completed, Runner
 
 SANITIZER_EXIT = 86
+_SUMMARY = re.compile(r"SUMMARY: (?:[^(\n]*\()?(\d+) errors?")
 SANITIZER_SLOWDOWN = 20  # a run under compute-sanitizer may take this many times [run] timeout_s
 PASSED = ("improved",)
 
@@ -131,12 +133,20 @@ def _sanitize(
         found = _first_finding(done.stdout, done.exit_status)
         if original.exit_status == 0 and not original.timed_out:
             problems.append(f"sanitizer_{tool}: {found} (the original passes it)")
-        else:
-            notes.append(
-                f"unmeasured: compute-sanitizer {tool} on the candidate: {found}; the original "
-                f"does not pass it either ({_first_finding(original.stdout, original.exit_status)}"
-                "), so the candidate could not be judged by it"
+            continue
+        ours, theirs = _errors(done), _errors(original)
+        if ours is not None and theirs is not None and ours > theirs:
+            problems.append(
+                f"sanitizer_{tool}: {ours} errors where the original has {theirs} ({found})"
             )
+            continue
+        counted = f"{ours} errors, the original {theirs}; " if ours is not None else ""
+        theirs_found = _first_finding(original.stdout, original.exit_status)
+        notes.append(
+            f"unmeasured: compute-sanitizer {tool} on the candidate: {counted}{found}; the "
+            f"original does not pass it either ({theirs_found}), so the candidate could not be "
+            "judged by it"
+        )
     return problems
 
 
@@ -164,11 +174,25 @@ def _under_sanitizer(
 
 
 def _first_finding(stdout: str, status: int | None) -> str:
-    """The sanitizer's first report line, or how the run ended."""
-    if status == SANITIZER_EXIT:
-        first = next((x for x in stdout.splitlines() if "=========" in x), "errors")
-        return first.strip("= ").strip()[:200] or "errors"
-    return f"exit status {status} under the sanitizer"
+    """The sanitizer's first report line (not its banner), or how the run ended."""
+    if status != SANITIZER_EXIT:
+        return f"exit status {status} under the sanitizer"
+    lines = [x.strip("= ").strip() for x in stdout.splitlines() if x.startswith("=========")]
+    lines = [x for x in lines if x and x != "COMPUTE-SANITIZER" and not x.startswith("at ")]
+    words = ("error", "invalid", "race", "hazard", "leak", "uninitialized", "summary")
+    first = next((x for x in lines if any(w in x.lower() for w in words)), None)
+    return (first or (lines[0] if lines else "errors"))[:200]
+
+
+def _errors(done: Completed) -> int | None:
+    """The error count of the sanitizer's summary line (`ERROR SUMMARY: 3 errors`,
+    `RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)`), 0 for a clean run."""
+    if done.timed_out:
+        return None
+    if done.exit_status == 0:
+        return 0
+    found = _SUMMARY.findall(done.stdout)
+    return max(int(n) for n in found) if found and done.exit_status == SANITIZER_EXIT else None
 
 
 def machine(runner: Runner) -> str:
