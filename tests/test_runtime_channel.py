@@ -151,3 +151,81 @@ def test_a_program_that_resets_its_device_ends_and_is_counted(tmp_path: Path) ->
     assert done.returncode == 0 and "PASS" in done.stdout, done.stderr
     seen = report.read(out)
     assert seen.complete and seen.launches()["scale"] == 5
+
+
+PINNED = r"""
+#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void step(float* x, int* flag, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] * 0.5f + 1.0f;
+    if (i < n && x[i] < 0.0f) *flag = 1;  // LULESH's bad_vol: a flag in page-locked host memory
+}
+int main()
+{
+    const int n = 1 << 16;
+    float* x = nullptr;
+    int* flag = nullptr;
+    int* other = nullptr;
+    cudaMalloc(&x, n * sizeof(float));
+    cudaMemset(x, 0, n * sizeof(float));
+    cudaMallocHost(&flag, sizeof(int), 0);    // cudaHostAlloc: cuMemHostAlloc
+    cudaMallocHost((void**)&other, 4096);       // cuMemAllocHost
+    *flag = 0;
+    for (int call = 0; call < 3; ++call) {
+        step<<<n / 256, 256>>>(x, flag, n);
+        cudaDeviceSynchronize();
+    }
+    printf("flag %d other %d\n", *flag, other != nullptr);
+    return 0;
+}
+"""
+
+
+@needs_nvcc
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
+def test_page_locked_host_memory_a_kernel_reaches_is_found_again_in_the_next_run(
+    tmp_path: Path,
+) -> None:
+    """A region kernel that writes a flag in cudaMallocHost memory (LULESH's bad_vol): the state
+    check's compare run finds that allocation by its ordinal, as device memory, although its
+    address differs from run to run. Before, it had none, and every compare run of LULESH
+    ended with `state_layout a22`."""
+    try:
+        built = build.library(ProcessRunner(), root=tmp_path / "channel")
+    except build.ChannelUnavailable as exc:
+        pytest.skip(str(exc))
+    (tmp_path / "pinned.cu").write_text(PINNED)
+    binary = tmp_path / "pinned"
+    subprocess.run(
+        ["nvcc", "-arch=sm_90", "-o", str(binary), str(tmp_path / "pinned.cu")], check=True
+    )
+    data = tmp_path / "record"
+    data.mkdir()
+    settings = f"kernel step\neach_launch_a_call 1\ncalls 3\ncopy_cap {1 << 20}\nrtol 1e-4\n"
+    settings += f"data {data}\n"
+
+    def run(role: str, extra: str = "") -> report.State:
+        out = tmp_path / f"out-{role}"
+        out.mkdir()
+        config = tmp_path / f"{role}.cfg"
+        config.write_text(f"role {role}\n{settings}{extra}")
+        done = subprocess.run(
+            [str(binary)],
+            env={**os.environ, **build.environment(built, out, config)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0 and "flag 0" in done.stdout, done.stderr
+        [state] = report.read(out).states
+        return state
+
+    recorded = run("record")
+    assert len(recorded.allocations) == 2 and all(a.ordinal >= 0 for a in recorded.allocations)
+    lines = [f"allocation {a.ordinal} {a.base} {a.size} {a.type}" for a in recorded.allocations]
+    lines += [f"digest {c} {i} {b} {a}" for (c, i), (b, a) in sorted(recorded.digests.items())]
+    again = run("compare", "\n".join(lines) + "\n")
+    assert not any(p.startswith("state_layout") for p in again.problems), again.problems

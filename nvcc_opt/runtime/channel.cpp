@@ -606,11 +606,15 @@ void on_launch(const CUpti_CallbackData* data, CUpti_CallbackId id)
     region_launch(f, params, extra, signature);
 }
 
+// Page-locked host memory (cudaMallocHost, cudaHostAlloc) counts too: a kernel reaches it by the
+// same address under unified addressing, and its address differs from process to process (LULESH
+// passes its bad_vol flag so; without its ordinal the state check found "state_layout" there).
 constexpr CUpti_CallbackId kAllocations[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,           CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
     CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,       CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
     CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,    CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
-    CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz};
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2,       CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc};
 
 bool is_allocation(CUpti_CallbackId id)
 {
@@ -638,7 +642,8 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId i
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
         auto* data = static_cast<const CUpti_CallbackData*>(info);
         if (is_allocation(id)) {
-            // every allocation call's parameters begin with the CUdeviceptr* it fills
+            // every allocation call's parameters begin with the CUdeviceptr* it fills (the host
+            // ones with the void** they fill: the same 8 bytes, the same address on the device)
             auto* made = *static_cast<CUdeviceptr* const*>(data->functionParams);
             auto* result = static_cast<const CUresult*>(data->functionReturnValue);
             if (data->callbackSite == CUPTI_API_EXIT && made != nullptr && result != nullptr &&
