@@ -42,7 +42,12 @@ inline bool verify(const float* got, const float* want, int n)
 
 static int before_only = 3;
 
+template <typename T> struct Checker { static const int slack; };
+template <typename T> const int Checker<T>::slack = 0;
+template <typename T> int slack_of() { return Checker<T>::slack; }
+
 // @optimize begin scale
+bool report(const float* y, int n);
 __global__ void scale(float* y, const float* x, float a, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -51,6 +56,7 @@ __global__ void scale(float* y, const float* x, float a, int n)
 // @optimize end
 
 const int limit = 4;
+bool report(const float* y, int n) { return n > 0 && y != nullptr; }
 
 int main()
 {
@@ -58,7 +64,7 @@ int main()
     Pair p{1, 2}, q{2, 1};
     scale<<<1, 4>>>(y, x, 2.0f, limit);
     std::printf("%d %d %d\\n", verify(y, want, limit) ? 1 : 0, p < q ? 1 : 0, before_only);
-    return 0;
+    return report(y, limit) ? slack_of<int>() : 1;
 }
 """
 
@@ -114,7 +120,7 @@ HIJACKS = {
     ),
     "an operator on the program's type": (
         KERNEL + "__host__ __device__ inline bool operator<(Pair& x, Pair& y) { return true; }\n",
-        "declares operator< at namespace scope on types it does not define (Pair, Pair)",
+        "declares operator< at namespace scope on types it does not define (Pair)",
     ),
     "a second overload of the kernel the program launches": (
         KERNEL + "__global__ void scale(float* y, float* x, float a, int n) { }\n",
@@ -123,6 +129,18 @@ HIJACKS = {
     "a using-directive": (
         "using namespace std;\n" + KERNEL,
         "`using namespace std` at namespace scope",
+    ),
+    "an operator on an alias of the program's type": (
+        KERNEL + "typedef Pair FreshP;\nbool operator<(FreshP& a, FreshP& b) { return false; }\n",
+        "declares operator< at namespace scope on types it does not define (FreshP)",
+    ),
+    "a specialization of a static member of the program's template": (
+        KERNEL + "template <> const int Checker<int>::slack = 5;\n",
+        "declares specialization Checker,",
+    ),
+    "the region's prototype replaced by another overload's definition": (
+        KERNEL + "bool report(float* y, int n) { return true; }\n",
+        "declares function report,",
     ),
     "a variable the code after the region names": (
         "static const int limit_shadow = 1;\nnamespace { const int limit = 0; }\n" + KERNEL,
@@ -165,6 +183,39 @@ HONEST = {
             if (i < n) y[i] = scaled_value(x[i], a);
         }
         """,
+    "operators on CUDA vector types, a prototype of the kernel": """\
+        __device__ inline float4 operator*(float4 v, float s)
+        {
+            return make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
+        }
+        __device__ inline float2 operator+(const float2& a, const float2& b)
+        {
+            return make_float2(a.x + b.x, a.y + b.y);
+        }
+        __global__ void scale(float* y, const float* x, float a, int n);
+        __global__ void scale(float* y, const float* x, float a, int n)
+        {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (4 * i + 3 < n) {
+                float4 v = reinterpret_cast<const float4*>(x)[i] * a;
+                reinterpret_cast<float4*>(y)[i] = v;
+            }
+        }
+        """,
+    "the kernel as a template with a specialization of its own": """\
+        template <int Unroll = 1>
+        __global__ void scale(float* y, const float* x, float a, int n)
+        {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) y[i] = a * x[i];
+        }
+        template <>
+        __global__ void scale<4>(float* y, const float* x, float a, int n)
+        {
+            int i = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+            for (int k = 0; k < 4; ++k) if (i + k < n) y[i + k] = a * x[i + k];
+        }
+        """,
     "a constant named like a parameter of a function before the region": """\
         constexpr int got = 256;
         __global__ void scale(float* y, const float* x, float a, int n)
@@ -199,7 +250,7 @@ def test_exports_reads_each_kind_of_namespace_scope_declaration(app: App) -> Non
     side = app.preprocess(code).sides[0]
     found = {(e.name, e.kind) for e in exports(RegionCode(side))}
     assert found == {
-        ("Color", "type"), ("kRed", "enumerator"), ("kBlue", "enumerator"), ("Scoped", "type"),
-        ("real_t", "type"), ("index_t", "type"), ("Tol", "specialization"), ("Own", "type"),
+        ("Color", "class"), ("kRed", "enumerator"), ("kBlue", "enumerator"), ("Scoped", "class"),
+        ("real_t", "type"), ("index_t", "type"), ("Tol", "specialization"), ("Own", "class"),
         ("plain_c", "function"), ("operator==", "function"), ("scale", "function"),
     }  # fmt: skip

@@ -158,3 +158,26 @@ def test_more_errors_than_the_original_has_reject(
         "Write access at k(float*)+0x60)"
     ]
     assert _caveats(notes) == []
+
+
+def test_a_program_that_exits_nonzero_by_design_is_clean_when_the_project_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[check] exit_status = false` (the program's own status is not a verdict): a run under
+    the sanitizer that exits 1 with no finding is clean; one with findings the original lacks
+    is still rejected."""
+    root = tmp_path / "project"
+    for d in ("build", "base", "cand"):
+        (root / d).mkdir(parents=True)
+    text = PROJECT + "\n[check]\nexit_status = false\n"
+    (root / "nvcc-opt.toml").write_text(text, encoding="utf-8")
+    monkeypatch.setattr(final.shutil, "which", lambda name: f"/usr/bin/{name}")
+    runner = ScriptedRunner([completed(1), FOUND, completed(1)])
+    notes: list[str] = []
+    problems = final._sanitize(
+        load(root), runner, Build(root / "base"), Build(root / "cand"), "0", notes
+    )
+    assert _caveats(notes) == []
+    assert problems == [
+        "sanitizer_racecheck: Invalid __global__ write of size 4 bytes (the original passes it)"
+    ]

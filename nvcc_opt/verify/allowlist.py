@@ -10,11 +10,13 @@ Each refusal reads `allowlist: <what> at line N of the candidate`.
    `extern "C"`, have an unqualified name (no `A::f`, no specialization of a template the
    candidate does not own, no `operator new`/`delete`), and live in the global namespace, an
    anonymous one or one the original opens; under relocatable device code new device functions
-   need internal linkage. Types are free. And every name it declares at namespace scope more
-   often than the original (a new one, an overload, a specialization; `region_exports`) is one
-   the code outside the region never uses (functions and specializations: anywhere in the unit;
-   other names: after the region), and a new operator takes a type the candidate defines: a
-   declaration outside code can see could change what that code calls.
+   need internal linkage. Types are free. And every name it declares at namespace scope that
+   is new against the original (a new one, another overload or specialization, a definition of
+   what the original only declares; `region_exports`) is one the code outside the region never
+   uses (functions and specializations: anywhere in the unit; other names: after the region);
+   a new operator takes a class the candidate defines, or only CUDA vector and arithmetic types
+   no operator outside the region serves: a declaration outside code can see could change what
+   that code calls.
 2. State: no variable with static storage (namespace scope, `static`, `thread_local`, static
    members, `__device__`/`__managed__`) unless a compile-time constant; `__shared__` is per block.
 3. Calls (and any other use of a function, its address included): see

@@ -8,13 +8,17 @@ every name the unit uses outside it). Built once per original and kept.
 from __future__ import annotations
 
 import os
-from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
 from nvcc_opt.verify.preprocess import Preprocessed
 from nvcc_opt.verify.region_code import RegionCode
-from nvcc_opt.verify.region_exports import exports, outside_names
+from nvcc_opt.verify.region_exports import (
+    OuterOperator,
+    exports,
+    outside_names,
+    outside_operators,
+)
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,9 @@ class Reference:
     directives: frozenset[str]  # whitespace-normalized
     variables: frozenset[tuple[str, str]]  # (name, where) of its static-storage variables
     files: frozenset[str]  # every file its translation unit reads (real paths)
-    exports: dict[str, int]  # name -> how many namespace-scope declarations (most on one side)
+    declared: dict[str, frozenset[tuple[str, str]]]  # namespace-scope name -> Export.key's
+    defined: frozenset[str]  # namespace-scope names it defines (not only declares)
+    operators: tuple[OuterOperator, ...]  # operator functions named outside the region
     outside: frozenset[str]  # every identifier of the unit outside the region, on any side
     after: frozenset[str]  # those of the code after the region
 
@@ -46,10 +52,12 @@ def reference_of(original: Preprocessed) -> Reference:
     named = {s.file for side in original.sides for s in side.segments}  # each file once: a
     # unit's linemarkers name the same few headers tens of thousands of times
     files = {os.path.realpath(file) for file in named}
-    declared: dict[str, int] = {}
-    for code in codes:
-        for name, count in Counter(e.name for e in exports(code)).items():
-            declared[name] = max(declared.get(name, 0), count)
+    declared: dict[str, set[tuple[str, str]]] = {}
+    defined: set[str] = set()
+    for export in (e for code in codes for e in exports(code)):
+        declared.setdefault(export.name, set()).add(export.key)
+        if export.defined:
+            defined.add(export.name)
     return Reference(
         uses=frozenset(unqualified(u.name) for code in codes for u in code.uses),
         calls=calls,
@@ -61,7 +69,9 @@ def reference_of(original: Preprocessed) -> Reference:
         directives=frozenset(" ".join(t.split()) for code in codes for t, _ in code.directives),
         variables=frozenset((v.name, v.where) for code in codes for v in code.variables),
         files=frozenset(files),
-        exports=declared,
+        declared={name: frozenset(keys) for name, keys in declared.items()},
+        defined=frozenset(defined),
+        operators=tuple({o for side in original.sides for o in outside_operators(side)}),
         outside=frozenset().union(*(outside_names(side) for side in original.sides)),
         after=frozenset().union(*(outside_names(s, after_only=True) for s in original.sides)),
     )

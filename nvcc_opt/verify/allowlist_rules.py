@@ -6,7 +6,6 @@ original's (`allowlist_reference`), reading declarations from the symbol table.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 
 from nvcc_opt.verify.allowlist_lists import (
@@ -25,7 +24,13 @@ from nvcc_opt.verify.allowlist_lists import (
 from nvcc_opt.verify.allowlist_reference import Reference, unqualified
 from nvcc_opt.verify.region_code import RegionCode
 from nvcc_opt.verify.region_definitions import Variable
-from nvcc_opt.verify.region_exports import exports, first_use_outside
+from nvcc_opt.verify.region_exports import (
+    ARITHMETIC,
+    Export,
+    builtin_vector,
+    exports,
+    first_use_outside,
+)
 from nvcc_opt.verify.region_uses import Use
 from nvcc_opt.verify.symbols import (
     FUNCTION,
@@ -101,44 +106,85 @@ class Rules:
                 )
 
     def _exports(self) -> Iterable[tuple[str, int]]:
-        """A name the candidate declares at namespace scope more often than the original does
-        (a new one, another overload or a specialization) must be one the code outside the
-        region never uses: otherwise it could change what that code calls or instantiates.
-        Functions and specializations reach all of the unit (overloads, argument-dependent
-        lookup and instantiation at its end); other names only the code after the region."""
+        """A name the candidate declares at namespace scope that is new against the original
+        (`_new`: a new name, another overload or specialization, a definition of what the
+        original only declared) must be one the code outside the region never uses: otherwise
+        it could change what that code calls or names. Functions and specializations reach all
+        of the unit (overloads, argument-dependent lookup and instantiation at its end); other
+        names only the code after the region. Operators: `_operator_reason`."""
         ref = self.reference
-        exported = exports(self.code)
-        counts = Counter(e.name for e in exported)
-        fresh_types = {e.name for e in exported if e.kind == "type" and e.name not in ref.outside}
-        said: set[str] = set()
-        for e in exported:
-            if e.name in said or counts[e.name] <= ref.exports.get(e.name, 0):
+        by_name: dict[str, list[Export]] = {}
+        for e in exports(self.code):
+            by_name.setdefault(e.name, []).append(e)
+        fresh = {
+            name
+            for name, items in by_name.items()
+            if any(e.kind == "class" for e in items) and name not in ref.outside
+        }
+        for name, items in by_name.items():
+            first = items[0]
+            if first.kind == "using namespace":
+                if name not in ref.declared:
+                    yield (
+                        f"`{name}` at namespace scope, which the original does not have: it "
+                        "changes name lookup in the code after the region",
+                        first.line,
+                    )
                 continue
-            said.add(e.name)
-            if e.kind == "using namespace":
+            if not self._new(name, items):
+                continue
+            if name.startswith("operator"):
+                reason = self._operator_reason(name, items, fresh)
+                if reason:
+                    yield reason, first.line
+                continue
+            everywhere = any(e.kind in ("function", "specialization", "using") for e in items)
+            if name in (ref.outside if everywhere else ref.after):
+                where = first_use_outside(self.code.side, name, after_only=not everywhere)
                 yield (
-                    f"`{e.name}` at namespace scope, which the original does not have: it "
-                    "changes name lookup in the code after the region",
-                    e.line,
+                    f"declares {first.kind} {name}, a name the code outside the region also "
+                    f"uses{f' ({where})' if where else ''}: a new declaration of it could "
+                    "change what that code calls or names; give it a name of its own",
+                    first.line,
                 )
-            elif e.name.startswith("operator"):
-                if not fresh_types & set(e.parameter_types):
-                    yield (
-                        f"declares {e.name} at namespace scope on types it does not define "
-                        f"({', '.join(e.parameter_types) or 'none'}): it could change what "
-                        "that operator does in the code outside the region",
-                        e.line,
-                    )
-            else:
-                everywhere = e.kind in ("function", "specialization", "using")
-                if e.name in (ref.outside if everywhere else ref.after):
-                    where = first_use_outside(self.code.side, e.name, after_only=not everywhere)
-                    yield (
-                        f"declares {e.kind} {e.name}, a name the code outside the region also "
-                        f"uses{f' ({where})' if where else ''}: a new declaration of it could "
-                        "change what that code calls or names; give it a name of its own",
-                        e.line,
-                    )
+
+    def _new(self, name: str, items: list[Export]) -> bool:
+        """Whether the candidate's declarations of `name` add to the original's: for a name the
+        original defines, more distinct declarations (a prototype and its definition count
+        once; specializations of the region's own template do not count); for any other name,
+        a declaration the original lacks, or a definition."""
+        ref = self.reference
+        keys = {e.key for e in items}
+        theirs = ref.declared.get(name, frozenset())
+        if name in ref.defined:
+            if any(e.kind == "function" and e.defined for e in items):
+                keys = {k for k in keys if k[0] != "specialization"}
+                theirs = frozenset(k for k in theirs if k[0] != "specialization")
+            return len(keys) > len(theirs)
+        return bool(keys - theirs) or any(e.defined for e in items)
+
+    def _operator_reason(self, name: str, items: list[Export], fresh: set[str]) -> str:
+        """A new operator is allowed on a type the candidate defines (and outside code does not
+        name), or on CUDA vector types when no operator of that symbol outside the region could
+        have served the same arguments: none in a project file, none in a header on those
+        types."""
+        types = {t for e in items for t in e.parameter_types}
+        if types & fresh:
+            return ""
+        vectors = {t for t in types if builtin_vector(t)}
+        if vectors and types <= vectors | ARITHMETIC:
+            clash = [
+                o
+                for o in self.reference.operators
+                if o.symbol == name and (o.project or o.words & vectors)
+            ]
+            if not clash:
+                return ""
+        return (
+            f"declares {name} at namespace scope on types it does not define "
+            f"({', '.join(sorted(types)) or 'none'}): it could change what that operator does "
+            "in the code outside the region; use a named function"
+        )
 
     # -- 2. state -----------------------------------------------------------------------------
 

@@ -49,7 +49,7 @@ class CodeChecks:
     timeout_s: float
     _scratch: Path | None = None
     _original: Compiled | None = None
-    _preprocessed: dict[int, Preprocessed] = field(default_factory=dict)  # by compile entry
+    _preprocessed: dict[tuple[str, ...], Preprocessed] = field(default_factory=dict)  # by entry
     _elsewhere: Mapping[str, Elsewhere] | None = None
     _count: int = 0
 
@@ -78,19 +78,24 @@ class CodeChecks:
         build it with different flags: a candidate is judged as each of them compiles it)."""
         region = self.region
         reasons: list[str] = []
+        first: set[str] = set()
         try:
             entries = compile_commands(tree / "compile_commands.json", region.file)
             for i, (words, folder) in enumerate(entries):
-                if i not in self._preprocessed:
-                    self._preprocessed[i] = self._preprocess(words, folder, region.text)
+                key = (str(folder), *words)
+                if key not in self._preprocessed:
+                    self._preprocessed[key] = self._preprocess(words, folder, region.text)
                 candidate = self._preprocess([*words, *compile_args], folder, code)
-                found = check_candidate(self._preprocessed[i], candidate)
-                if i and found:
+                found = check_candidate(self._preprocessed[key], candidate)
+                if i:  # what only another target's flags show says so
                     found = [
                         f"{r} (under the flags of compile {i + 1} of the {len(entries)} distinct "
                         "ones compile_commands.json lists for this file)"
                         for r in found
+                        if r not in first
                     ]
+                else:
+                    first = set(found)
                 reasons += [r for r in found if r not in reasons]
         except (UnitError, PreprocessError) as exc:
             return [f"allowlist: the candidate cannot be preprocessed and read ({exc})"]

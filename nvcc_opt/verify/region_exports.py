@@ -35,10 +35,19 @@ class Export:
     """One namespace-scope declaration of the region, by the name code outside would use."""
 
     name: str  # the last component, template arguments dropped; `operator+` for operators
-    kind: str  # "function", "specialization", "variable", "type", "enumerator", "using",
+    kind: str  # "function", "specialization", "variable", "class" (a struct, class, union or
+    # enum with its body), "type" (a typedef or alias), "enumerator", "using",
     # "using namespace" (its name: `using namespace X`)
     line: int
     parameter_types: tuple[str, ...] = ()  # an operator's parameters' type names
+    parameters: str = ""  # a function's parameter list, whitespace collapsed
+    defined: bool = True  # False for a function prototype
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What tells two declarations of one name apart: a prototype and the definition of
+        the same function share it."""
+        return self.kind, self.parameters
 
 
 def exports(code: RegionCode) -> list[Export]:
@@ -84,24 +93,63 @@ def _declaration(code: RegionCode, node: tree_sitter.Node, found: list[Export]) 
         if name is None:
             continue
         text = code.text(name)
-        if name.type == "qualified_identifier" and text.split("::")[0] in code.own_types:
-            continue  # `S::f` of a class the region defines: reached only through S
-        if kind == "type_definition":
-            found.append(Export(_base(text), "type", code.line(node)))
-        elif name.type == "operator_name":
+        line = code.line(node)
+        if name.type == "qualified_identifier":
+            scope = _base(text.split("::")[0])
+            if scope in code.own_types:
+                continue  # `S::f` of a class the region defines: reached only through S
+            # `Checker<int>::slack`, `A::f`: a member or specialization of what outside code
+            # owns, reaching wherever that is used
             found.append(
-                Export(
-                    "operator" + text.removeprefix("operator").strip(),
-                    "function",
-                    code.line(node),
-                    _parameter_types(code, declarator),
-                )
+                Export(scope, "specialization", line, parameters=_parameters(code, declarator))
             )
+            continue
+        if kind == "type_definition":
+            found.append(Export(_base(text), "type", line))
+        elif name.type == "operator_name":
+            symbol = "operator" + text.removeprefix("operator").strip()
+            types = _parameter_types(code, declarator)
+            params = _parameters(code, declarator)
+            found.append(Export(symbol, "function", line, types, params, _is_definition(node)))
         else:
             what = "function" if function else "variable"
             if name.type == "template_function":
                 what = "specialization"
-            found.append(Export(_base(text), what, code.line(node)))
+            params = _parameters(code, declarator) if function else ""
+            defined = _is_definition(node) if function else True
+            found.append(Export(_base(text), what, line, (), params, defined))
+
+
+def _is_definition(node: tree_sitter.Node) -> bool:
+    return node.type == "function_definition"
+
+
+def _parameters(code: RegionCode, declarator: tree_sitter.Node) -> str:
+    """The parameter types of a function declarator, names and default values left out, so a
+    prototype and its definition read the same: `(float*, const float*, int)`."""
+    node: tree_sitter.Node | None = declarator
+    while node is not None and node.type != "function_declarator":
+        node = node.child_by_field_name("declarator")
+    params = node.child_by_field_name("parameters") if node is not None else None
+    if params is None:
+        return ""
+    shown: list[str] = []
+    for param in params.named_children:
+        cut: list[tuple[int, int]] = []
+        inner = param.child_by_field_name("declarator")
+        name = declarator_name(inner)[0] if inner is not None else None
+        if name is not None:
+            cut.append((name.start_byte, name.end_byte))
+        value = param.child_by_field_name("default_value")
+        if value is not None:
+            cut.append((value.start_byte - 1, value.end_byte))  # with its `=`
+        text, at = b"", param.start_byte
+        for start, end in sorted(cut):
+            text += code.data[at:start]
+            at = max(at, end)
+        text += code.data[at : param.end_byte]
+        shown.append(" ".join(text.decode("utf-8", "replace").replace("=", " ").split()))
+    return "(" + ", ".join(shown) + ")"
 
 
 def _record(code: RegionCode, node: tree_sitter.Node, found: list[Export]) -> None:
@@ -110,7 +158,7 @@ def _record(code: RegionCode, node: tree_sitter.Node, found: list[Export]) -> No
     if body is None:
         return  # a use of the type or a forward declaration: declares nothing new to judge
     if name is not None:
-        what = "specialization" if name.type == "template_type" else "type"
+        what = "specialization" if name.type == "template_type" else "class"
         found.append(Export(_base(code.text(name)), what, code.line(node)))
     scoped = any(c.type in ("class", "struct") for c in node.children)
     if node.type == "enum_specifier" and not scoped:
@@ -170,3 +218,44 @@ def first_use_outside(side: Side, name: str, *, after_only: bool = False) -> str
         if not first <= row <= last and word.search(text):
             return f"{file}:{line}"
     return ""
+
+
+@dataclass(frozen=True)
+class OuterOperator:
+    """A line outside the region that names an operator function."""
+
+    symbol: str  # `operator+`
+    project: bool  # in a project file (not a system header)
+    words: frozenset[str]  # the identifiers on its line
+
+
+_OPERATOR = re.compile(
+    r"\boperator\s*(<<=|>>=|<=>|->\*|\(\s*\)|\[\s*\]|<<|>>|<=|>=|==|!=|&&|\|\||\+\+|--|\+=|-=|"
+    r"\*=|/=|%=|&=|\|=|\^=|->|[-+*/%^&|~!=<>,])"
+)
+_TEXT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def outside_operators(side: Side) -> tuple[OuterOperator, ...]:
+    """Every operator function the unit names outside the region's rows."""
+    first, last = side.chunk
+    found: list[OuterOperator] = []
+    for row, text in enumerate(side.unit.split("\n")):
+        if "operator" not in text or first <= row <= last:
+            continue
+        for match in _OPERATOR.finditer(text):
+            symbol = "operator" + "".join(match.group(1).split())
+            words = frozenset(_TEXT_WORD.findall(text))
+            found.append(OuterOperator(symbol, not side.file_at(row).system, words))
+    return tuple(found)
+
+
+_VECTOR = re.compile(r"(u?char|u?short|u?int|u?long|u?longlong|float|double)[1-4]|__half2|half2")
+ARITHMETIC = frozenset(
+    ("bool", "char", "short", "int", "long", "unsigned", "signed", "float", "double", "size_t")
+)
+
+
+def builtin_vector(name: str) -> bool:
+    """A CUDA built-in vector type (`float4`, `int2`, `__half2`, ...)."""
+    return _VECTOR.fullmatch(name) is not None
