@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nvcc_opt.runtime import build, report
+from nvcc_opt.verify import state
 from nvcc_opt.workspace.runner import ProcessRunner
 from tests.conftest import gpu_available, needs_nvcc
 
@@ -130,24 +131,10 @@ int main() {
 def test_a_program_that_resets_its_device_ends_and_is_counted(tmp_path: Path) -> None:
     """The context's destruction flushes the GPU's records: it once did so holding the lock the
     flush's own callback takes, and every run of such a program hung until its timeout."""
-    try:
-        built = build.library(ProcessRunner(), root=tmp_path / "channel")
-    except build.ChannelUnavailable as exc:
-        pytest.skip(str(exc))
-    (tmp_path / "resets.cu").write_text(RESETS)
-    binary = tmp_path / "resets"
-    subprocess.run(
-        ["nvcc", "-arch=sm_90", "-o", str(binary), str(tmp_path / "resets.cu")], check=True
-    )
+    built, binary = _channel_and_program(tmp_path, "resets", RESETS)
     out = tmp_path / "out"
     out.mkdir()
-    done = subprocess.run(
-        [str(binary)],
-        env={**os.environ, **build.environment(built, out)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _run(binary, build.environment(built, out))
     assert done.returncode == 0 and "PASS" in done.stdout, done.stderr
     seen = report.read(out)
     assert seen.complete and seen.launches()["scale"] == 5
@@ -193,39 +180,48 @@ def test_page_locked_host_memory_a_kernel_reaches_is_found_again_in_the_next_run
     check's compare run finds that allocation by its ordinal, as device memory, although its
     address differs from run to run. Before, it had none, and every compare run of LULESH
     ended with `state_layout a22`."""
+    built, binary = _channel_and_program(tmp_path, "pinned", PINNED)
+    data = tmp_path / "record"
+    data.mkdir()
+    settings = ["each_launch_a_call 1", "calls 3", f"copy_cap {1 << 20}", "rtol 1e-4"]
+    settings.append(f"data {data}")
+
+    def run(role: str, recorded: report.State | None = None) -> report.State:
+        out = tmp_path / f"out-{role}"
+        out.mkdir()
+        config = tmp_path / f"{role}.cfg"
+        config.write_text(state._config(role, frozenset({"step"}), settings, recorded))
+        done = _run(binary, build.environment(built, out, config))
+        assert done.returncode == 0 and "flag 0" in done.stdout, done.stderr
+        [seen] = report.read(out).states
+        return seen
+
+    recorded = run("record")
+    assert len(recorded.allocations) == 2 and all(a.ordinal >= 0 for a in recorded.allocations)
+    again = run("compare", recorded)
+    assert not any(p.startswith("state_layout") for p in again.problems), again.problems
+
+
+def _channel_and_program(tmp_path: Path, name: str, source: str) -> tuple[Path, Path]:
+    """The channel library built here (the test skips where it cannot be) and `source` compiled
+    for sm_90 as `tmp_path/name`."""
     try:
         built = build.library(ProcessRunner(), root=tmp_path / "channel")
     except build.ChannelUnavailable as exc:
         pytest.skip(str(exc))
-    (tmp_path / "pinned.cu").write_text(PINNED)
-    binary = tmp_path / "pinned"
+    (tmp_path / f"{name}.cu").write_text(source)
+    binary = tmp_path / name
     subprocess.run(
-        ["nvcc", "-arch=sm_90", "-o", str(binary), str(tmp_path / "pinned.cu")], check=True
+        ["nvcc", "-arch=sm_90", "-o", str(binary), str(tmp_path / f"{name}.cu")], check=True
     )
-    data = tmp_path / "record"
-    data.mkdir()
-    settings = f"kernel step\neach_launch_a_call 1\ncalls 3\ncopy_cap {1 << 20}\nrtol 1e-4\n"
-    settings += f"data {data}\n"
+    return built, binary
 
-    def run(role: str, extra: str = "") -> report.State:
-        out = tmp_path / f"out-{role}"
-        out.mkdir()
-        config = tmp_path / f"{role}.cfg"
-        config.write_text(f"role {role}\n{settings}{extra}")
-        done = subprocess.run(
-            [str(binary)],
-            env={**os.environ, **build.environment(built, out, config)},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0 and "flag 0" in done.stdout, done.stderr
-        [state] = report.read(out).states
-        return state
 
-    recorded = run("record")
-    assert len(recorded.allocations) == 2 and all(a.ordinal >= 0 for a in recorded.allocations)
-    lines = [f"allocation {a.ordinal} {a.base} {a.size} {a.type}" for a in recorded.allocations]
-    lines += [f"digest {c} {i} {b} {a}" for (c, i), (b, a) in sorted(recorded.digests.items())]
-    again = run("compare", "\n".join(lines) + "\n")
-    assert not any(p.startswith("state_layout") for p in again.problems), again.problems
+def _run(binary: Path, channel: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(binary)],
+        env={**os.environ, **channel},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

@@ -13,12 +13,7 @@ from functools import lru_cache
 
 from nvcc_opt.verify.preprocess import Preprocessed
 from nvcc_opt.verify.region_code import RegionCode
-from nvcc_opt.verify.region_exports import (
-    OuterOperator,
-    exports,
-    outside_names,
-    outside_operators,
-)
+from nvcc_opt.verify.region_exports import OuterOperator, exports, outside_of
 
 
 @dataclass(frozen=True)
@@ -52,6 +47,7 @@ def reference_of(original: Preprocessed) -> Reference:
     named = {s.file for side in original.sides for s in side.segments}  # each file once: a
     # unit's linemarkers name the same few headers tens of thousands of times
     files = {os.path.realpath(file) for file in named}
+    outside = [outside_of(side) for side in original.sides]
     declared: dict[str, set[tuple[str, str]]] = {}
     defined: set[str] = set()
     for export in (e for code in codes for e in exports(code)):
@@ -71,9 +67,9 @@ def reference_of(original: Preprocessed) -> Reference:
         files=frozenset(files),
         declared={name: frozenset(keys) for name, keys in declared.items()},
         defined=frozenset(defined),
-        operators=tuple({o for side in original.sides for o in outside_operators(side)}),
-        outside=frozenset().union(*(outside_names(side) for side in original.sides)),
-        after=frozenset().union(*(outside_names(s, after_only=True) for s in original.sides)),
+        operators=tuple({o for seen in outside for o in seen.operators}),
+        outside=frozenset().union(*(seen.before | seen.after for seen in outside)),
+        after=frozenset().union(*(seen.after for seen in outside)),
     )
 
 

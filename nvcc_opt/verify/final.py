@@ -119,18 +119,10 @@ def _sanitize(
         )
         return []
     problems: list[str] = []
-    # a clean pass: exit 0, or, where the project's runs need not exit 0 ([check]
-    # exit_status = false), any status but the sanitizer's own
     loose = not config.check.exit_status
-
-    def clean(run: Completed) -> bool:
-        return not run.timed_out and (
-            run.exit_status == 0 or (loose and run.exit_status != SANITIZER_EXIT)
-        )
-
     for tool in ("memcheck", "racecheck"):
         done = _under_sanitizer(config, runner, cand, gpu, sanitizer, tool)
-        if clean(done):
+        if _clean(done, loose):
             continue
         if done.timed_out:
             notes.append(
@@ -140,7 +132,7 @@ def _sanitize(
             continue
         original = _under_sanitizer(config, runner, base, gpu, sanitizer, tool)
         found = _first_finding(done.stdout, done.exit_status)
-        if clean(original):
+        if _clean(original, loose):
             problems.append(f"sanitizer_{tool}: {found} (the original passes it)")
             continue
         ours, theirs = _errors(done, loose), _errors(original, loose)
@@ -193,13 +185,20 @@ def _first_finding(stdout: str, status: int | None) -> str:
     return (first or (lines[0] if lines else "errors"))[:200]
 
 
+def _clean(run: Completed, loose: bool) -> bool:
+    """A clean pass under the sanitizer: exit 0, or, where the project's runs need not exit 0
+    (`loose`: [check] exit_status = false), any status but the sanitizer's own."""
+    return not run.timed_out and (
+        run.exit_status == 0 or (loose and run.exit_status != SANITIZER_EXIT)
+    )
+
+
 def _errors(done: Completed, loose: bool = False) -> int | None:
     """The error count of the sanitizer's summary line (`ERROR SUMMARY: 3 errors`,
-    `RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)`), 0 for a clean run (`loose`:
-    any exit status but the sanitizer's is one)."""
+    `RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)`), 0 for a clean run."""
     if done.timed_out:
         return None
-    if done.exit_status == 0 or (loose and done.exit_status != SANITIZER_EXIT):
+    if _clean(done, loose):
         return 0
     found = _SUMMARY.findall(done.stdout)
     return max(int(n) for n in found) if found and done.exit_status == SANITIZER_EXIT else None

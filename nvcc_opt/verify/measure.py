@@ -330,9 +330,7 @@ def capped(
     itself (`owned`), and the note saying so; unchanged when it is not above it."""
     if owned is None or comparison.verdict != "faster" or comparison.speedup <= owned:
         return comparison, ()
-    verdict: Direction = (
-        "faster" if owned >= max(min_speedup, 1.0) and owned > 1.0 else "not faster"
-    )
+    verdict: Direction = "faster" if owned > 1.0 and owned >= min_speedup else "not faster"
     kept = dataclasses.replace(
         comparison,
         speedup=owned,

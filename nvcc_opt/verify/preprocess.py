@@ -278,13 +278,13 @@ def segments(lines: list[str]) -> list[Segment]:
     """The file of each stretch of rows, from the linemarkers."""
     found: list[Segment] = []
     for row, line in enumerate(lines):
-        marker = _linemarker(line) if line.startswith("# ") else None
+        marker = linemarker(line) if line.startswith("# ") else None
         if marker is not None:
             found.append(Segment(row, marker[1], "3" in marker[2]))
     return found
 
 
-def _linemarker(line: str) -> tuple[int, str, tuple[str, ...]] | None:
+def linemarker(line: str) -> tuple[int, str, tuple[str, ...]] | None:
     """(line, file, flags) of a gcc linemarker `# N "file" flags`, else None."""
     number, _, rest = line[2:].partition(" ")
     if not number.isdigit() or not rest.startswith('"'):
@@ -323,7 +323,7 @@ def _region(
     number = 0
     for row in range(first, end):
         line = lines[row]
-        marked = _linemarker(line) if line.startswith("# ") else None
+        marked = linemarker(line) if line.startswith("# ") else None
         if not headers:
             markers += [len(own)] if marked is not None else []
             own.append(line)
@@ -373,7 +373,7 @@ def _region_end(lines: list[str], first: int, span: RegionSpan, source: str) -> 
     exit_marker = (span.end_line + 1, source)
     for row in range(len(lines) - 1, first, -1):
         line = lines[row]
-        marked = _linemarker(line) if line.startswith("# ") else None
+        marked = linemarker(line) if line.startswith("# ") else None
         if marked is not None and not marked[2] and marked[:2] == exit_marker:
             return row
     raise PreprocessError("the end of the region is missing from the preprocessed code")

@@ -9,8 +9,8 @@ outside the region computes without a line of that code changing.
 
 `exports` lists what one side of a region declares at namespace scope (functions, variables,
 types, specializations, enumerators of unscoped enums, aliases, using-declarations and
--directives), by the name outside code would spell; `outside_names` reads every identifier of a
-preprocessed unit outside the region's rows; `first_use_outside` says where one is used.
+-directives), by the name outside code would spell; `outside_of` reads what a preprocessed unit
+uses outside the region's rows; `first_use_outside` says where one name is used.
 Pure: no I/O.
 """
 
@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from nvcc_opt.verify.preprocess import Side
+from nvcc_opt.verify.preprocess import Side, linemarker
 from nvcc_opt.verify.region_code import RegionCode
 from nvcc_opt.verify.syntax import declarator_name
 
-_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RECORDS = frozenset(("struct_specifier", "class_specifier", "union_specifier", "enum_specifier"))
 _OPENERS = frozenset(("linkage_specification", "declaration_list", "template_declaration"))
 
@@ -124,13 +124,18 @@ def _is_definition(node: tree_sitter.Node) -> bool:
     return node.type == "function_definition"
 
 
-def _parameters(code: RegionCode, declarator: tree_sitter.Node) -> str:
-    """The parameter types of a function declarator, names and default values left out, so a
-    prototype and its definition read the same: `(float*, const float*, int)`."""
+def _parameter_list(declarator: tree_sitter.Node) -> tree_sitter.Node | None:
+    """The parameter list of the function declarator inside `declarator`, if any."""
     node: tree_sitter.Node | None = declarator
     while node is not None and node.type != "function_declarator":
         node = node.child_by_field_name("declarator")
-    params = node.child_by_field_name("parameters") if node is not None else None
+    return node.child_by_field_name("parameters") if node is not None else None
+
+
+def _parameters(code: RegionCode, declarator: tree_sitter.Node) -> str:
+    """The parameter types of a function declarator, names and default values left out, so a
+    prototype and its definition read the same: `(float*, const float*, int)`."""
+    params = _parameter_list(declarator)
     if params is None:
         return ""
     shown: list[str] = []
@@ -169,10 +174,7 @@ def _record(code: RegionCode, node: tree_sitter.Node, found: list[Export]) -> No
 
 def _parameter_types(code: RegionCode, declarator: tree_sitter.Node) -> tuple[str, ...]:
     """The type names of a function declarator's parameters (`const S&` -> `S`)."""
-    node: tree_sitter.Node | None = declarator
-    while node is not None and node.type != "function_declarator":
-        node = node.child_by_field_name("declarator")
-    params = node.child_by_field_name("parameters") if node is not None else None
+    params = _parameter_list(declarator)
     names: list[str] = []
     for param in params.named_children if params is not None else ():
         type_node = param.child_by_field_name("type")
@@ -191,14 +193,50 @@ def _base(text: str) -> str:
     return "".join(out).split("::")[-1].strip()
 
 
-def outside_names(side: Side, *, after_only: bool = False) -> frozenset[str]:
-    """Every identifier of the preprocessed unit outside the region's rows, or only after them
-    (linemarkers and string literals included: a name there too counts, erring toward refusing)."""
+@dataclass(frozen=True)
+class OuterOperator:
+    """A line outside the region that names an operator function."""
+
+    symbol: str  # `operator+`
+    project: bool  # in a project file (not a system header)
+    words: frozenset[str]  # the identifiers on its line
+
+
+@dataclass(frozen=True)
+class Outside:
+    """What the preprocessed unit uses outside the region's rows: its identifiers before and
+    after them (linemarkers and string literals included: a name there too counts, erring toward
+    refusing), and the operator functions it names."""
+
+    before: frozenset[str]
+    after: frozenset[str]
+    operators: tuple[OuterOperator, ...]
+
+
+_OPERATOR = re.compile(
+    r"\boperator\s*(<<=|>>=|<=>|->\*|\(\s*\)|\[\s*\]|<<|>>|<=|>=|==|!=|&&|\|\||\+\+|--|\+=|-=|"
+    r"\*=|/=|%=|&=|\|=|\^=|->|[-+*/%^&|~!=<>,])"
+)
+
+
+def outside_of(side: Side) -> Outside:
+    """`Outside` of one side, from one reading of its unit."""
     first, last = side.chunk
-    rows = side.unit.encode("utf-8", "surrogateescape").split(b"\n")
-    before = b"" if after_only else b"\n".join(rows[:first])
-    text = before + b"\n" + b"\n".join(rows[last + 1 :])
-    return frozenset(w.decode("ascii") for w in set(_WORD.findall(text)))
+    rows = side.unit.split("\n")
+    operators: list[OuterOperator] = []
+    for row, text in enumerate(rows):
+        if "operator" not in text or first <= row <= last:
+            continue
+        words = frozenset(_WORD.findall(text))
+        project = not side.file_at(row).system
+        for match in _OPERATOR.finditer(text):
+            symbol = "operator" + "".join(match.group(1).split())
+            operators.append(OuterOperator(symbol, project, words))
+    return Outside(
+        before=frozenset(_WORD.findall("\n".join(rows[:first]))),
+        after=frozenset(_WORD.findall("\n".join(rows[last + 1 :]))),
+        operators=tuple(operators),
+    )
 
 
 def first_use_outside(side: Side, name: str, *, after_only: bool = False) -> str:
@@ -210,44 +248,14 @@ def first_use_outside(side: Side, name: str, *, after_only: bool = False) -> str
     word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
     file, line = "", 0
     for row, text in enumerate(side.unit.split("\n")):
-        marker = re.match(r'#\s*(?:line\s+)?(\d+)\s+"([^"]*)"', text)
-        if marker:
-            file, line = marker.group(2), int(marker.group(1)) - 1
+        marker = linemarker(text) if text.startswith("# ") else None
+        if marker is not None:
+            file, line = marker[1], marker[0] - 1
             continue
         line += 1
         if not first <= row <= last and word.search(text):
             return f"{file}:{line}"
     return ""
-
-
-@dataclass(frozen=True)
-class OuterOperator:
-    """A line outside the region that names an operator function."""
-
-    symbol: str  # `operator+`
-    project: bool  # in a project file (not a system header)
-    words: frozenset[str]  # the identifiers on its line
-
-
-_OPERATOR = re.compile(
-    r"\boperator\s*(<<=|>>=|<=>|->\*|\(\s*\)|\[\s*\]|<<|>>|<=|>=|==|!=|&&|\|\||\+\+|--|\+=|-=|"
-    r"\*=|/=|%=|&=|\|=|\^=|->|[-+*/%^&|~!=<>,])"
-)
-_TEXT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def outside_operators(side: Side) -> tuple[OuterOperator, ...]:
-    """Every operator function the unit names outside the region's rows."""
-    first, last = side.chunk
-    found: list[OuterOperator] = []
-    for row, text in enumerate(side.unit.split("\n")):
-        if "operator" not in text or first <= row <= last:
-            continue
-        for match in _OPERATOR.finditer(text):
-            symbol = "operator" + "".join(match.group(1).split())
-            words = frozenset(_TEXT_WORD.findall(text))
-            found.append(OuterOperator(symbol, not side.file_at(row).system, words))
-    return tuple(found)
 
 
 _VECTOR = re.compile(r"(u?char|u?short|u?int|u?long|u?longlong|float|double)[1-4]|__half2|half2")
