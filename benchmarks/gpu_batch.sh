@@ -16,10 +16,19 @@
 #            its trace packed by every call even when the part is still running;
 #   gputests  `pytest -m gpu` on GPU_TESTS (default: tests/test_runtime_channel.py), with a JUnit
 #            report;
+#   redteam  tests/test_redteam_gpu.py on WORKERS (8) pytest-xdist workers, every verdict in
+#            redteam.json (as gpu_verify.sh's);
+#   rajaperf-build  issue 18: .rajaperf (a carried checkout: scripts/rajaperf_from_mirrors.sh)
+#            copied, `integration.rajaperf prepare`d and built through the launcher;
+#   rajaperf `integration.rajaperf protocol` on it: RAJAPERF_ONLY (kernels; default all),
+#            RAJAPERF_MODEL (search?budget_s=120), RAJAPERF_RUNS (1), RAJAPERF_TIMEOUT (600 s);
+#            finished runs kept even when the part is stopped;
 #   lulesh   issue 18/19: `python -m integration.lulesh table` on .lulesh (a carried copy of the
 #            user's LULESH 2.0.2-dev checkout) with LULESH_MODEL (search), LULESH_SIZE (120),
 #            LULESH_ITERS (400), LULESH_PAIRS (5), LULESH_ARGS (more table options,
 #            e.g. --force-accept).
+# A part written NAME& runs in the background beside the parts after it (e.g. "rajaperf-build& redteam
+# rajaperf": the build's cores overlap the red team's GPU time); the batch ends when all have.
 # Usage (from the repository root, .whl and the data folders carried):
 #   PARTS="pool example" bash benchmarks/gpu_batch.sh start && bash benchmarks/gpu_batch.sh wait 540
 #   bash benchmarks/gpu_batch.sh wait 560          # back to back, within 30 s of the last call
@@ -51,7 +60,7 @@ case "${1:-}" in
 start)
   # a batch that ended may be followed by another on the same warm machine (newer tree, parts)
   [ -e "$B/started" ] && ! ended && { echo "a batch is running"; exit 1; }
-  rm -f "$B/started" "$B/ended" "$B/stop" "$B/part.pid"
+  rm -f "$B/started" "$B/ended" "$B/stop" "$B/part.pids" "$B/rajaperf-built"
   rm -rf "$B/repo" && mkdir -p "$B/repo"
   tar --exclude=./.git --exclude=./.venv -cf - . | tar -xf - -C "$B/repo"
   cd "$B/repo" || exit 1
@@ -77,8 +86,8 @@ wait)
 stop)
   started_here || exit 1
   touch "$B/stop"
-  if ! ended && [ -e "$B/part.pid" ]; then
-    kill -INT -- "-$(cat "$B/part.pid")" 2>/dev/null || kill -INT "$(cat "$B/part.pid")" 2>/dev/null
+  if ! ended && [ -e "$B/part.pids" ]; then
+    while read -r pid; do kill -INT -- "-$pid" 2>/dev/null || kill -INT "$pid" 2>/dev/null; done <"$B/part.pids"
     for _ in $(seq 1 12); do ended && break; sleep 5; done
   fi
   pack

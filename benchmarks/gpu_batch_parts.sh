@@ -16,8 +16,9 @@ part() {
   # logged with its duration (NVCC_OPT_LOG), so a part stopped mid-way still tells where its time
   # went
   setsid env NVCC_OPT_LOG="$R/$name-processes.log" bash -c "set -o pipefail; ($*) 2>&1 | while IFS= read -r l; do printf '%5ds %s\n' \$SECONDS \"\$l\"; done" >"$R/$name.log" 2>&1 &
-  echo $! >"$B/part.pid"
-  wait $!
+  local pid=$!
+  echo "$pid" >>"$B/part.pids"
+  wait "$pid"
   echo "   $name: exit $? ($(date +%T))"
   tail -4 "$R/$name.log"
 }
@@ -31,7 +32,8 @@ example() {  # a fresh copy of an app (default: the example), configured and bui
   NVCC_OPT_STORE="$1/store.db" cmake --build "$1/build" -j 16 >/dev/null
 }
 
-for p in ${PARTS:-pool example lulesh}; do
+run_part() {
+  local p="$1"
   case "$p" in
   pool)
     example /tmp/pool/app "${POOL_APP:-examples/saxpy-stencil}"
@@ -66,8 +68,40 @@ for p in ${PARTS:-pool example lulesh}; do
     part gputests "python3 -m pytest -q -p no:cacheprovider -m gpu ${GPU_TESTS:-tests/test_runtime_channel.py} \
       -o junit_family=xunit2 --junitxml=$R/gputests.xml"
     ;;
+  redteam)  # the run-time red team through the whole final verification, WORKERS at once
+    part redteam "NVCC_OPT_REDTEAM_REPORT=$R/redteam.json python3 -m pytest -q -p no:cacheprovider -m gpu \
+      -n ${WORKERS:-8} tests/test_redteam_gpu.py -rfE -o junit_family=xunit2 --junitxml=$R/redteam.xml; rc=\$?; \
+      python3 -c 'import glob, json, os, sys
+rows = [r for f in sorted(glob.glob(sys.argv[1] + \".gw*\")) for r in json.load(open(f))]
+json.dump(sorted(rows, key=lambda r: r[\"file\"]), open(sys.argv[1], \"w\"), indent=1)
+[os.remove(f) for f in glob.glob(sys.argv[1] + \".gw*\")]' $R/redteam.json; exit \$rc"
+    ;;
+  rajaperf-build)  # issue 18: a carried RAJAPerf checkout (.rajaperf, scripts/rajaperf_from_mirrors.sh)
+    # prepared (CUDA 13 fixes, tags, settings), configured and built through the launcher
+    rm -rf /tmp/rp && cp -r .rajaperf /tmp/rp
+    part rajaperf-build "python3 -m integration.rajaperf prepare /tmp/rp --launcher /tmp/bin/nvcc-opt; \
+      rc=\$?; python3 -m integration.rajaperf status /tmp/rp >$R/rajaperf-status.txt 2>&1; exit \$rc"
+    touch "$B/rajaperf-built"
+    ;;
+  rajaperf)  # the paper's protocol on RAJAPERF_ONLY (default: every tagged kernel), resumable
+    while [ -e /tmp/rp ] && [ ! -e "$B/rajaperf-built" ] && ! stopped; do sleep 5; done  # a build beside
+    [ -x /tmp/rp/build-nvcc-opt/bin/raja-perf.exe ] || { echo "rajaperf: not built"; return; }
+    echo /tmp/rp-out/runs >>"$B/keep"
+    only=""; for k in ${RAJAPERF_ONLY:-}; do only="$only --only $k"; done
+    part rajaperf "python3 -m integration.rajaperf protocol /tmp/rp --model \"${RAJAPERF_MODEL:-search?budget_s=120}\" \
+      --runs ${RAJAPERF_RUNS:-1} --timeout ${RAJAPERF_TIMEOUT:-600} $only --out /tmp/rp-out; rc=\$?; \
+      cp /tmp/rp-out/rajaperf-* $R/ 2>/dev/null; exit \$rc"
+    ;;
   *) echo "unknown part $p" ;;
   esac
+}
+# a part named NAME& runs in the background beside the parts after it; the batch ends when all have
+for p in ${PARTS:-pool example lulesh}; do
+  case "$p" in
+  *\&) run_part "${p%&}" & ;;
+  *) run_part "$p" ;;
+  esac
 done
+wait
 step ended
 touch "$B/ended"

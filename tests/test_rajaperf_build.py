@@ -56,3 +56,17 @@ def test_a_kernel_that_does_not_build_after_expansion_is_reported_and_the_rest_g
     kept = unprepare(root)
     assert all("store" in line or "kept" in line for line in kept)
     assert "@optimize" not in (root / "src/apps/PRESSURE-Cuda.cpp").read_text()
+
+
+def test_the_cuda_include_folder_is_found_behind_a_wrapper_script(tmp_path: Path) -> None:
+    """A module system's or distribution's `nvcc` on PATH is often a script that execs the real
+    one: the folder comes from nvcc's own --dryrun, not from where the script lies."""
+    real = shutil.which("nvcc")
+    assert real is not None
+    wrapper = tmp_path / "bin" / "nvcc"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nexec "{Path(real).resolve()}" "$@"\n')
+    wrapper.chmod(0o755)
+    found = building.nvcc_include(str(wrapper))
+    assert found is not None and (found / "cuda_runtime_api.h").is_file()
+    assert not str(found).startswith(str(tmp_path))

@@ -11,6 +11,8 @@ cuts the template instantiations of every *-Cuda.cpp.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -32,13 +34,24 @@ class BuildError(RuntimeError):
 
 
 def nvcc_include(nvcc: str) -> Path | None:
+    """The CUDA include folder nvcc compiles against: from nvcc's own `--dryrun` (its TOP), so a
+    wrapper script on PATH (a module system's, a distribution's) does not hide it; else from where
+    the nvcc found on PATH lies."""
     found = shutil.which(nvcc)
     if found is None:
         return None
-    top = Path(found).resolve().parent.parent
-    for candidate in (top / "include", *sorted(top.glob("targets/*/include"))):
-        if (candidate / "cuda_runtime_api.h").is_file():
-            return candidate
+    tops = [Path(found).resolve().parent.parent]
+    try:
+        dry = _run([found, "--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull], 60)
+        told = re.search(r"^#\$ TOP=(.+)$", dry.stdout + dry.stderr, re.MULTILINE)
+        if told:
+            tops.insert(0, Path(told.group(1).strip()).resolve())
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    for top in tops:
+        for candidate in (top / "include", *sorted(top.glob("targets/*/include"))):
+            if (candidate / "cuda_runtime_api.h").is_file():
+                return candidate
     return None
 
 
@@ -101,20 +114,29 @@ def check_kernels(
     timeout: float = 1800,
 ) -> dict[str, str]:
     """Compile each tagged kernel's object; a kernel whose object fails has its tag and settings
-    undone. Returns kernel -> why, for those."""
+    undone. All objects build in one Ninja call (every core, going on past failures); only those
+    left out of date are compiled again one at a time, for their own first errors. Returns
+    kernel -> why, for those that failed."""
     failed: dict[str, str] = {}
+    targets: dict[str, str] = {}
     for kernel in kernels:
         source = cuda_file(root, kernel)
         target = object_of(build, source)
         if target is None:
             failed[kernel.full_name] = f"the build tree does not compile {source.name}"
         else:
-            done = _run(["ninja", "-C", str(build), target], timeout)
-            if done.returncode == 0:
-                continue
-            failed[kernel.full_name] = (
+            targets[kernel.full_name] = target
+    if targets:
+        _run(["ninja", "-C", str(build), "-k", "0", *targets.values()], timeout)
+    for name, target in targets.items():
+        done = _run(["ninja", "-C", str(build), target], timeout)
+        if done.returncode != 0:
+            failed[name] = (
                 f"does not build after macro expansion: {first_errors(done.stdout + done.stderr)}"
             )
+    for kernel in kernels:
+        if kernel.full_name not in failed:
+            continue
         kept = untag(root, kernel.full_name)
         record_not_tagged(Ledger(root), {kernel.full_name: failed[kernel.full_name]})
         say(f"not tagged {kernel.full_name}: {failed[kernel.full_name]} (its tag was undone)")
