@@ -5,12 +5,14 @@ version detection, the generated nvcc-opt.toml (loaded by nvcc-opt's own loader)
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
+from integration.rajaperf.build import object_of
 from integration.rajaperf.fixes import cub_sum, cxx17, memadvise_location
 from integration.rajaperf.kernels import KERNELS
 from integration.rajaperf.ledger import FOLDER
@@ -294,3 +296,23 @@ def test_cli_refuses_another_version_in_one_line(checkout: Path) -> None:
     assert done.exit_code == 1
     [line] = done.output.strip().splitlines()
     assert line.startswith("Error: RAJAPerf 2025.07.0") and "--force" in line
+
+
+def test_the_object_of_a_source_is_named_as_ninja_names_it(tmp_path: Path) -> None:
+    """compile_commands.json's output is relative in CMake 3.25 and absolute in newer CMake (the
+    GPU machine's: every kernel came out "unknown target"); the -o of the command where no output
+    is written. Ninja knows only the build tree's relative names."""
+    build = tmp_path / "build"
+    build.mkdir()
+    sources = [tmp_path / f"{n}-Cuda.cpp" for n in ("A", "B", "C")]
+    entries = [
+        {"file": str(sources[0]), "command": "nvcc -c x", "output": "src/a.dir/A-Cuda.cpp.o"},
+        {"file": str(sources[1]), "command": "nvcc -c x",
+         "output": str(build / "src/b.dir/B-Cuda.cpp.o")},
+        {"file": str(sources[2]), "arguments": ["nvcc", "-o", str(build / "c/C-Cuda.cpp.o"), "-c"]},
+    ]  # fmt: skip
+    (build / "compile_commands.json").write_text(json.dumps(entries))
+    assert object_of(build, sources[0]) == "src/a.dir/A-Cuda.cpp.o"
+    assert object_of(build, sources[1]) == "src/b.dir/B-Cuda.cpp.o"
+    assert object_of(build, sources[2]) == "c/C-Cuda.cpp.o"
+    assert object_of(build, tmp_path / "D-Cuda.cpp") is None

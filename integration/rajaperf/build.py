@@ -91,19 +91,35 @@ def configure(root: Path, build: Path, launcher: str, nvcc: str = "nvcc") -> Non
 
 
 def object_of(build: Path, source: Path) -> str | None:
-    """The object the build tree compiles `source` into (compile_commands.json's output)."""
+    """The Ninja target of the object the build tree compiles `source` into (compile_commands.json's
+    output, or its command's -o), relative to the build tree as build.ninja names it: newer CMake
+    writes it absolute, and Ninja knows no absolute target."""
     commands = build / "compile_commands.json"
     if not commands.is_file():
         return None
     for entry in json.loads(commands.read_text(encoding="utf-8")):
         if Path(entry.get("file", "")).resolve() != source.resolve():
             continue
-        if entry.get("output"):  # CMake 3.20+ on some generators; else the command's -o
-            return str(entry["output"])
-        argv = entry.get("arguments") or shlex.split(entry.get("command", ""))
-        if "-o" in argv[:-1]:
-            return str(argv[argv.index("-o") + 1])
+        output = entry.get("output")  # CMake 3.20+ on some generators; else the command's -o
+        if not output:
+            argv = entry.get("arguments") or shlex.split(entry.get("command", ""))
+            output = argv[argv.index("-o") + 1] if "-o" in argv[:-1] else None
+        return None if output is None else _target(build, Path(output))
     return None
+
+
+def _target(build: Path, output: Path) -> str:
+    if not output.is_absolute():
+        return str(output)
+    for top in (build, build.resolve()):
+        if output.is_relative_to(top):
+            return str(output.relative_to(top))
+    resolved = output.resolve()
+    return str(
+        resolved.relative_to(build.resolve())
+        if resolved.is_relative_to(build.resolve())
+        else output
+    )
 
 
 def check_kernels(

@@ -85,7 +85,15 @@ def prepare_cmd(
         click.echo(f"configured {build}")
         if build_all:
             kernels = tagged_kernels(checkout)
-            building.check_kernels(checkout.resolve(), build.resolve(), kernels, click.echo)
+            failed = building.check_kernels(
+                checkout.resolve(), build.resolve(), kernels, click.echo
+            )
+            click.echo(f"{len(kernels) - len(failed)} of {len(kernels)} tagged kernels build")
+            if kernels and len(failed) == len(kernels):
+                raise building.BuildError(
+                    "no tagged kernel built: the build tree, not the kernels, is the likely "
+                    "cause (the first: " + next(iter(failed.values())) + ")"
+                )
             building.build_all(build.resolve())
             click.echo(f"built {build}/bin/raja-perf.exe")
     except building.BuildError as exc:

@@ -1,5 +1,5 @@
 // region: pair
-// expect: objects state channel
+// expect: allowlist
 // Defines `launch_block_sums` (src/reduce.cu's, later in the same static library: the linker
 // takes this one and never loads reduce.cu's object) with block sums accumulated in float.
 __global__ void axpy_kernel(float alpha, const float* s, const float* y, float* tmp, int n)
