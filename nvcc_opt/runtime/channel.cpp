@@ -13,11 +13,12 @@
 //   NVCC_OPT_CHANNEL_STATE=FILE  the runtime state check (see nvcc_opt/verify/state.py): the region's
 //                                launches are grouped into calls ("episodes"); the memory their
 //                                arguments reach is copied out after calls 1..K and, before calls
-//                                2..K, every float/double element of it is changed (the same way in
-//                                every process), so a candidate that kept anything from an earlier
-//                                call (a result, a flag, a tag in low bits) computes from stale
-//                                state and shows it. A "record" process writes the baseline's
-//                                copies; a "compare" process compares its own with them.
+//                                2..K, every float/double element of it is changed (alike in the
+//                                three processes of one check, by the check's salt), so a
+//                                candidate that kept anything from an earlier call (a result, a
+//                                flag, a tag in low bits) computes from stale state and shows
+//                                it. A "record" process writes the baseline's copies; a
+//                                "compare" process compares its own with them.
 //
 // Only the driver API and CUPTI are used (no CUDA runtime: the application may link its own, static).
 // The driver's functions are looked up in the libcuda the process already loaded: the driver
@@ -112,6 +113,7 @@ struct State {
     Role role = Role::kOff;
     bool each_launch_a_call = false;  // a region of kernels only: every launch is one call
     int calls_checked = 3;  // K
+    uint64_t salt = 0;  // drawn per check by nvcc-opt: the changes cannot be known in advance
     size_t copy_cap = 256u << 20;  // bytes of each allocation copied out per call
     double rtol = 1e-4;
     std::set<std::string> region;  // base names of the region's kernels in this process
@@ -421,7 +423,7 @@ void end_call()
             !copy_out(a, a.size)) {
             continue;
         }
-        uint64_t seed = static_cast<uint64_t>(s.call + 1) * 1000003u + i;
+        uint64_t seed = (static_cast<uint64_t>(s.call + 1) * 1000003u + i) ^ (s.salt << 20);
         if (a.type == "float") {
             float* v = reinterpret_cast<float*>(g_host.data());
             for (size_t k = 0; k < a.size / 4; ++k) {
@@ -784,6 +786,8 @@ bool read_state(const char* path)
             s.each_launch_a_call = value == "1";
         } else if (key == "calls") {
             s.calls_checked = std::max(1, std::atoi(value.c_str()));
+        } else if (key == "salt") {
+            s.salt = std::strtoull(value.c_str(), nullptr, 10);
         } else if (key == "copy_cap") {
             s.copy_cap = std::strtoull(value.c_str(), nullptr, 10);
         } else if (key == "rtol") {

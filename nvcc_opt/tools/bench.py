@@ -215,6 +215,7 @@ class Benchmark:
                 stop_early=stop_early,
                 attach=None if library is None else Attach(library),
                 kernels=region_kernels(self.region.text, code),
+                after_timing=getattr(more_checks, "after_timing", None),
             )
         except RunHung as exc:
             raise ToolError(str(exc)) from exc

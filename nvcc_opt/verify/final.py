@@ -3,7 +3,8 @@
 Independent of what the model saw: fresh private trees configured and built from scratch, more
 paired runs (`[run] final_repeats`), the full checks, inputs never shown while exploring
 (`[verify] fresh_inputs`), the runtime state check (verify/state.py: the region's calls with
-inputs changed between them, compared element by element with the original's), and
+inputs changed between them, compared element by element with the original's; and, once timed,
+the speedup on those inputs against the timed runs', verify/changed_inputs.py), and
 compute-sanitizer memcheck and racecheck (missing, timed out, or failing on the original too: an
 `unmeasured:` note).
 
@@ -28,6 +29,8 @@ from nvcc_opt.pool.lease import gpu_lease
 from nvcc_opt.records import CompileContext, Verification
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.region import Region
+from nvcc_opt.verify.changed_inputs import CallTimes, changed_input_reasons
+from nvcc_opt.verify.corroborate import Observed
 from nvcc_opt.verify.kernels import RegionKernels, region_kernels
 from nvcc_opt.verify.measure import Build, check, run_once
 from nvcc_opt.verify.state import state_check
@@ -68,6 +71,49 @@ def verify_code(
         bench.close()
 
 
+class FinalChecks:
+    """The checks only the final verification makes: fresh inputs, the runtime state check (with
+    the channel library `channel()` gives and the region's `kernels`), then the sanitizer, before
+    any timing (`__call__`); and once the timed runs are done, whether their speedup holds on the
+    state check's changed inputs (`after_timing`, verify/changed_inputs.py)."""
+
+    def __init__(
+        self,
+        config: ProjectConfig,
+        runner: Runner,
+        gpu: str,
+        notes: list[str],
+        channel: Callable[[], Path | None] | None = None,
+        kernels: RegionKernels | None = None,
+    ) -> None:
+        self.config, self.runner, self.gpu, self.notes = config, runner, gpu, notes
+        self.channel, self.kernels = channel, kernels
+        self.times: list[CallTimes] = []
+
+    def __call__(self, base: Build, cand: Build) -> list[str]:
+        config, runner, gpu, notes = self.config, self.runner, self.gpu, self.notes
+        problems = _fresh_inputs(config, runner, base, cand, gpu)
+        library = self.channel() if self.channel is not None else None
+        if not problems and library is not None and self.kernels is not None:
+            problems = state_check(
+                config, runner, base, cand, gpu, library, self.kernels, notes, self.times
+            )
+        return problems or _sanitize(config, runner, base, cand, gpu, notes)
+
+    def after_timing(
+        self, baseline: Sequence[Observed], candidate: Sequence[Observed]
+    ) -> list[str]:
+        """Rejection reasons from the timed runs' own measurements (their notes go to notes)."""
+        if self.kernels is None or any(o.channel is None for o in (*baseline, *candidate)):
+            return []
+        base = [o.channel.gpu_ns(self.kernels.original) for o in baseline if o.channel]
+        cand = [o.channel.gpu_ns(self.kernels.candidate) for o in candidate if o.channel]
+        times = self.times[-1] if self.times else None
+        reasons, said = changed_input_reasons(base, cand, times)
+        self.notes += [n for n in said if n not in self.notes]
+        return reasons
+
+
 def final_checks(
     config: ProjectConfig,
     runner: Runner,
@@ -75,18 +121,9 @@ def final_checks(
     notes: list[str],
     channel: Callable[[], Path | None] | None = None,
     kernels: RegionKernels | None = None,
-) -> Callable[[Build, Build], list[str]]:
-    """The checks only the final verification makes: fresh inputs, the runtime state check
-    (with the channel library `channel()` gives and the region's `kernels`), then the sanitizer."""
-
-    def correct_everywhere(base: Build, cand: Build) -> list[str]:
-        problems = _fresh_inputs(config, runner, base, cand, gpu)
-        library = channel() if channel is not None else None
-        if not problems and library is not None and kernels is not None:
-            problems = state_check(config, runner, base, cand, gpu, library, kernels, notes)
-        return problems or _sanitize(config, runner, base, cand, gpu, notes)
-
-    return correct_everywhere
+) -> FinalChecks:
+    """The final verification's own checks (FinalChecks), for `Benchmark.evaluate`."""
+    return FinalChecks(config, runner, gpu, notes, channel, kernels)
 
 
 def _fresh_inputs(

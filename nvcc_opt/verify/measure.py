@@ -239,6 +239,9 @@ def _scoped(pattern: str) -> str:
     return f"(?{flags.group(1)}:{pattern[flags.end() :]})"
 
 
+AfterTiming = Callable[[Sequence[Observed], Sequence[Observed]], list[str]]
+
+
 def measure(
     config: ProjectConfig,
     runner: Runner,
@@ -253,10 +256,12 @@ def measure(
     stop_early: bool = True,
     attach: Attach | None = None,
     kernels: RegionKernels | None = None,
+    after_timing: AfterTiming | None = None,
 ) -> Measurement:
     """Check the candidate against the baseline, then `more_checks` (fresh inputs, sanitizer:
     reasons it is wrong), then time both, paired; with `attach` and `kernels`, every timed run
-    carries the channel and the candidate's must agree with it (verify/corroborate.py)."""
+    carries the channel and the candidate's must agree with it (verify/corroborate.py), and
+    `after_timing` judges the timed runs' own measurements (the final verification's)."""
     note = ""
     held: list[Completed] = []
     if baseline_output is None:
@@ -312,6 +317,8 @@ def measure(
     reasons, unmeasured = channel_reasons(
         seen["A"], seen["B"], kernels, comparison, printed_is_wall=config.time.source == "wall"
     )
+    if not reasons and after_timing is not None and comparison is not None:
+        reasons = after_timing(seen["A"], seen["B"])
     if reasons:
         return Measurement(baseline_output, CheckResult(False, tuple(reasons)), None, 0, note)
     if comparison is not None and not unmeasured and config.time.source != "wall":

@@ -11,9 +11,10 @@ with nvcc-opt's channel (runtime/channel.cpp) in it, three times:
    one launch of the region's kernels when the region holds kernels only, else the launches of
    its kernels between two launches of other kernels. After each, every allocation the region's
    arguments reach is copied out; before each call but the first, every float and double element
-   of them is changed (x -> x * (1 + u/8), u in [0.5, 1) from a fixed sequence): inputs, outputs
-   and scratch alike, so nothing an earlier call left is still right. Allocations are matched
-   between processes by the order the program made them (addresses differ from run to run).
+   of them is changed (x -> x * (1 + u/8), u in [0.5, 1) from a sequence salted per check):
+   inputs, outputs and scratch alike, so nothing an earlier call left is still right.
+   Allocations are matched between processes by the order the program made them (addresses
+   differ from run to run).
    Small tables the original only reads (64 KiB at most: coefficients, weights) keep their
    values: an honest rewrite may hold them as constants, and fresh inputs check that.
 2. the baseline again, "compare": what differs between two runs of the original (atomics, thread
@@ -30,11 +31,14 @@ agrees; otherwise it is the output of a skipped call.
 
 The channel also times each call on the GPU. Calls after the last change repeat their inputs: a
 candidate whose calls get much faster when nothing changed, where the original's do not, keeps
-results across calls even if it recomputes whenever it notices a change.
+results across calls even if it recomputes whenever it notices a change. Those calls run on inputs
+the candidate has never seen (the changes are salted per check): verify/changed_inputs.py compares
+their speedup with the timed runs' once those are done.
 """
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import statistics
 import tempfile
@@ -44,6 +48,7 @@ from pathlib import Path
 
 from nvcc_opt.config import ProjectConfig
 from nvcc_opt.runtime import report
+from nvcc_opt.verify.changed_inputs import CallTimes
 from nvcc_opt.verify.kernels import RegionKernels
 from nvcc_opt.verify.measure import Attach, Build, Run, observed_run, same_output
 from nvcc_opt.workspace.runner import Runner
@@ -72,8 +77,11 @@ def state_check(
     library: Path,
     kernels: RegionKernels,
     notes: list[str],
+    keep: list[CallTimes] | None = None,
 ) -> list[str]:
-    """Rejection reasons (`state: ...`); what could not be checked goes to `notes`."""
+    """Rejection reasons (`state: ...`); what could not be checked goes to `notes`; the runs'
+    region GPU time per call is appended to `keep` (verify/changed_inputs.py reads it once the
+    timed runs are done)."""
     folder = Path(tempfile.mkdtemp(prefix="nvcc-opt-state-"))
     try:
         data = folder / "record"
@@ -98,13 +106,28 @@ def state_check(
             _config("compare", kernels.candidate, settings, recorded), encoding="utf-8"
         )
         cand = observed_run(config, runner, candidate, gpu, (), Attach(library, compare_b))
-        return state_reasons(config, StateRuns(record, again, cand), notes)
+        runs = StateRuns(record, again, cand)
+        if keep is not None:
+            keep += [t for t in (call_times(runs, config.verify.state_calls),) if t is not None]
+        return state_reasons(config, runs, notes)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def call_times(runs: StateRuns, checked: int) -> CallTimes | None:
+    """The region's GPU time per call in each of the three runs, when each reported its region."""
+    states = [_region_state(r) for r in (runs.record, runs.again, runs.candidate)]
+    if any(s is None for s in states):
+        return None
+    record, again, cand = (s.call_ns for s in states if s is not None)
+    return CallTimes(record, again, cand, checked)
+
+
 def _settings(config: ProjectConfig, kernels: RegionKernels, data: Path) -> list[str]:
     return [
+        # the same changes in the three runs of one check, never the same in two checks: a
+        # candidate cannot know the changed inputs in advance (verify/changed_inputs.py)
+        f"salt {secrets.randbits(32)}",
         f"each_launch_a_call {int(kernels.each_launch_a_call)}",
         f"calls {config.verify.state_calls}",
         f"copy_cap {COPY_CAP}",
