@@ -12,9 +12,9 @@ cd "$root"
 # run was given its own pytest arguments.
 cmake_tests=(tests/test_cmake_api.py tests/test_cmake_dir.py tests/test_cmake_rebuilds.py
   tests/test_example_builds.py tests/test_launcher_*.py tests/test_rajaperf*.py)
-if [ $# -eq 0 ] && [ -x .venv/cmake-latest/bin/cmake ]; then
-  echo "check.sh: the CMake tests again on $(.venv/cmake-latest/bin/cmake --version | head -1)"
-  PATH="$root/.venv/cmake-latest/bin:$PATH" .venv/bin/pytest -n "${PYTEST_WORKERS:-2}" -q \
+if [ $# -eq 0 ] && [ -x .venv/cmake-latest/path/cmake ]; then
+  echo "check.sh: the CMake tests again on $(.venv/cmake-latest/path/cmake --version | head -1)"
+  PATH="$root/.venv/cmake-latest/path:$PATH" .venv/bin/pytest -n "${PYTEST_WORKERS:-2}" -q \
     "${cmake_tests[@]}"
 elif [ $# -eq 0 ]; then
   echo "check.sh: no .venv/cmake-latest (setup_env.sh could not install CMake): the CMake tests ran on the system CMake only"

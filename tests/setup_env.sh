@@ -41,5 +41,10 @@ if [ ! -x "$root/.venv/cmake-latest/bin/cmake" ]; then
     rm -rf "$root/.venv/cmake-latest"
   fi
 fi
+if [ -x "$root/.venv/cmake-latest/bin/cmake" ]; then  # a folder with cmake alone, for PATH (not
+  mkdir -p "$root/.venv/cmake-latest/path"             # that venv's python)
+  ln -sf ../bin/cmake "$root/.venv/cmake-latest/path/cmake"
+  ln -sf ../bin/ctest "$root/.venv/cmake-latest/path/ctest"
+fi
 "$root/.venv/bin/python" -m compileall -q "$root/nvcc_opt" >/dev/null  # start-up: never compile on the hot path
 say "done: $root/.venv"
