@@ -107,3 +107,29 @@ def test_a_cheat_under_the_second_targets_flags_is_refused(tmp_path: Path) -> No
         assert checks._allowlist(tree, HONEST, []) == []
     finally:
         checks.close()
+
+
+@needs_nvcc
+def test_the_object_line_reads_every_distinct_compile_too(tmp_path: Path) -> None:
+    """The object line compiles the candidate as each target does: what only the second
+    target's flags compile in is found there (before, only the first entry was compiled)."""
+    tree = _tree(tmp_path)
+    data = (tree / "app.cu").read_bytes()
+    region = Region(
+        file=(tree / "app.cu").resolve(),
+        span=next(s for s in scan(data).regions if s.name == "k"),
+        text=SOURCE.split("// @optimize begin k\n")[1].split("// @optimize end")[0],
+        file_text=data.decode(),
+    )
+    checks = CodeChecks(ProcessRunner(), region, "nvcc-opt", 120.0)
+    try:
+        reasons = checks._objects(tree, tree, ONLY_UNDER_ALT, [], lambda: True)
+        assert reasons, "the device variable compiled in under ALT_PATH went unseen"
+        assert all(
+            r.endswith("lists for this file)") and "compile 2 of the 2" in r for r in reasons
+        )
+        assert any("calls_seen" in r for r in reasons), reasons
+        assert checks._objects(tree, tree, HONEST, [], lambda: True) == []
+        assert sorted(checks._original) == [0, 1]  # each compile's original, kept
+    finally:
+        checks.close()

@@ -34,7 +34,7 @@ from nvcc_opt.workspace.unit import (
     UnitError,
     compile_commands,
     compile_unit,
-    object_of,
+    objects_of,
 )
 
 
@@ -48,7 +48,7 @@ class CodeChecks:
     launcher: str
     timeout_s: float
     _scratch: Path | None = None
-    _original: Compiled | None = None
+    _original: dict[int, Compiled] = field(default_factory=dict)  # by compile entry
     _preprocessed: dict[tuple[str, ...], Preprocessed] = field(default_factory=dict)  # by entry
     _elsewhere: Mapping[str, Elsewhere] | None = None
     _count: int = 0
@@ -113,14 +113,49 @@ class CodeChecks:
         compile_args: list[str],
         baseline_built: Callable[[], bool],
     ) -> list[str]:
+        """The object line under every distinct compile of the region's file, as the
+        allowlist is read: a candidate is judged as each target compiles it."""
+        try:
+            count = len(
+                compile_commands(candidate_tree / "compile_commands.json", self.region.file)
+            )
+        except UnitError as exc:
+            return [f"objects: the region's translation unit cannot be compiled alone ({exc})"]
+        reasons: list[str] = []
+        first: set[str] = set()
+        for entry in range(count):
+            found = self._objects_of_entry(
+                baseline_tree, candidate_tree, code, compile_args, baseline_built, entry
+            )
+            if entry:
+                found = [
+                    f"{r} (under the flags of compile {entry + 1} of the {count} distinct ones "
+                    "compile_commands.json lists for this file)"
+                    for r in found
+                    if r not in first
+                ]
+            else:
+                first = set(found)
+            reasons += [r for r in found if r not in reasons]
+        return reasons
+
+    def _objects_of_entry(
+        self,
+        baseline_tree: Path,
+        candidate_tree: Path,
+        code: str,
+        compile_args: list[str],
+        baseline_built: Callable[[], bool],
+        entry: int,
+    ) -> list[str]:
         self._count += 1
         name = f"cand{self._count}"
         self._folder()
         try:
             with ThreadPoolExecutor(max_workers=2, thread_name_prefix="nvcc-opt-unit") as pool:
                 # the original's compile (first candidate only) beside the candidate's
-                first = pool.submit(self._original_unit, candidate_tree)
-                candidate = self._compile(candidate_tree, code, compile_args, name)
+                first = pool.submit(self._original_unit, candidate_tree, entry)
+                candidate = self._compile(candidate_tree, code, compile_args, name, entry)
                 original = first.result()
         except UnitError as exc:
             return [f"objects: the region's translation unit cannot be compiled alone ({exc})"]
@@ -141,7 +176,7 @@ class CodeChecks:
                 self._other_definitions(baseline_tree),
                 self.runner,
             )
-        except objects.ObjectsError as exc:
+        except (objects.ObjectsError, UnitError) as exc:
             return [f"objects: the compiled code could not be read ({exc})"]
         finally:
             shutil.rmtree(candidate.obj.parent, ignore_errors=True)
@@ -151,7 +186,9 @@ class CodeChecks:
             self._scratch = Path(tempfile.mkdtemp(prefix="nvcc-opt-code-"))
         return self._scratch
 
-    def _compile(self, tree: Path, code: str, compile_args: list[str], name: str) -> Compiled:
+    def _compile(
+        self, tree: Path, code: str, compile_args: list[str], name: str, entry: int = 0
+    ) -> Compiled:
         return compile_unit(
             self.runner,
             tree,
@@ -162,21 +199,24 @@ class CodeChecks:
             launcher=self.launcher,
             work=self._folder() / name,
             timeout_s=self.timeout_s,
+            entry=entry,
         )
 
-    def _original_unit(self, tree: Path) -> Compiled:
-        if self._original is None:
-            self._original = self._compile(tree, self.region.text, [], "original")
-        return self._original
+    def _original_unit(self, tree: Path, entry: int = 0) -> Compiled:
+        if entry not in self._original:
+            self._original[entry] = self._compile(
+                tree, self.region.text, [], f"original{entry or ''}", entry
+            )
+        return self._original[entry]
 
     def _other_definitions(self, baseline_tree: Path) -> Mapping[str, Elsewhere]:
-        """Every global definition of the baseline's build but the region's own object."""
+        """Every global definition of the baseline's build but the region's own objects (one
+        per target that compiles its file)."""
         if self._elsewhere is None:
-            own = object_of(baseline_tree, self.region.file)
             self._elsewhere = objects.defined_elsewhere(
                 objects.linkable_files(baseline_tree),
                 self.runner,
-                exclude=[own] if own is not None else [],
+                exclude=objects_of(baseline_tree, self.region.file),
             )
         return self._elsewhere
 

@@ -114,11 +114,12 @@ def compile_unit(
     launcher: str,
     work: Path,
     timeout_s: float,
+    entry: int = 0,
 ) -> Compiled:
-    """Compile `source` as `tree` does with `code` in place of its region into `work` (object
-    `work/region.o`, intermediates in `work/keep`). Raises UnitError when the tree's compile
-    database does not list `source`."""
-    words, folder = compile_command(tree / "compile_commands.json", source)
+    """Compile `source` as `tree` does (its `entry`-th distinct compile, `compile_commands`)
+    with `code` in place of its region into `work` (object `work/region.o`, intermediates in
+    `work/keep`). Raises UnitError when the tree's compile database does not list `source`."""
+    words, folder = compile_commands(tree / "compile_commands.json", source)[entry]
     keep = work / "keep"
     keep.mkdir(parents=True, exist_ok=True)
     staged = work / "candidate.json"
@@ -137,8 +138,25 @@ def compile_unit(
 
 def object_of(tree: Path, source: Path) -> Path | None:
     """The object `tree`'s build writes for `source` (its `-o`), if the database names one."""
-    words, folder = compile_command(tree / "compile_commands.json", source)
-    for flag, value in zip(words, words[1:], strict=False):
-        if flag in ("-o", "--output-file"):
-            return folder / value
-    return None
+    found = objects_of(tree, source)
+    return found[0] if found else None
+
+
+def objects_of(tree: Path, source: Path) -> list[Path]:
+    """Every object `tree`'s build writes for `source` (each compile's `-o`), in the database's
+    order: a file two targets build has two."""
+    try:
+        entries = json.loads((tree / "compile_commands.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UnitError(f"cannot read the private tree's compile_commands.json ({exc})") from exc
+    wanted = os.path.realpath(source)
+    found: list[Path] = []
+    for entry in entries:
+        folder = Path(entry["directory"])
+        if os.path.realpath(folder / entry["file"]) != wanted:
+            continue
+        words = [str(w) for w in entry.get("arguments") or shlex.split(entry["command"])]
+        for flag, value in zip(words, words[1:], strict=False):
+            if flag in ("-o", "--output-file") and folder / value not in found:
+                found.append(folder / value)
+    return found
