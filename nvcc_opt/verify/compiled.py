@@ -48,7 +48,7 @@ class CodeChecks:
     launcher: str
     timeout_s: float
     _scratch: Path | None = None
-    _original: dict[int, Compiled] = field(default_factory=dict)  # by compile entry
+    _original: dict[tuple[str, ...], Compiled] = field(default_factory=dict)  # by entry
     _preprocessed: dict[tuple[str, ...], Preprocessed] = field(default_factory=dict)  # by entry
     _elsewhere: Mapping[str, Elsewhere] | None = None
     _count: int = 0
@@ -116,28 +116,23 @@ class CodeChecks:
         """The object line under every distinct compile of the region's file, as the
         allowlist is read: a candidate is judged as each target compiles it."""
         try:
-            count = len(
-                compile_commands(candidate_tree / "compile_commands.json", self.region.file)
-            )
+            entries = compile_commands(candidate_tree / "compile_commands.json", self.region.file)
         except UnitError as exc:
             return [f"objects: the region's translation unit cannot be compiled alone ({exc})"]
-        reasons: list[str] = []
-        first: set[str] = set()
-        for entry in range(count):
+        for entry, (words, folder) in enumerate(entries):  # each a full compile: stop at a refusal
             found = self._objects_of_entry(
-                baseline_tree, candidate_tree, code, compile_args, baseline_built, entry
-            )
-            if entry:
-                found = [
-                    f"{r} (under the flags of compile {entry + 1} of the {count} distinct ones "
-                    "compile_commands.json lists for this file)"
+                baseline_tree, candidate_tree, code, compile_args, baseline_built, entry,
+                (str(folder), *words),
+            )  # fmt: skip
+            if found and entry:
+                return [
+                    f"{r} (under the flags of compile {entry + 1} of the {len(entries)} distinct "
+                    "ones compile_commands.json lists for this file)"
                     for r in found
-                    if r not in first
                 ]
-            else:
-                first = set(found)
-            reasons += [r for r in found if r not in reasons]
-        return reasons
+            if found:
+                return found
+        return []
 
     def _objects_of_entry(
         self,
@@ -147,6 +142,7 @@ class CodeChecks:
         compile_args: list[str],
         baseline_built: Callable[[], bool],
         entry: int,
+        key: tuple[str, ...],
     ) -> list[str]:
         self._count += 1
         name = f"cand{self._count}"
@@ -154,7 +150,7 @@ class CodeChecks:
         try:
             with ThreadPoolExecutor(max_workers=2, thread_name_prefix="nvcc-opt-unit") as pool:
                 # the original's compile (first candidate only) beside the candidate's
-                first = pool.submit(self._original_unit, candidate_tree, entry)
+                first = pool.submit(self._original_unit, candidate_tree, entry, key)
                 candidate = self._compile(candidate_tree, code, compile_args, name, entry)
                 original = first.result()
         except UnitError as exc:
@@ -202,12 +198,13 @@ class CodeChecks:
             entry=entry,
         )
 
-    def _original_unit(self, tree: Path, entry: int = 0) -> Compiled:
-        if entry not in self._original:
-            self._original[entry] = self._compile(
-                tree, self.region.text, [], f"original{entry or ''}", entry
-            )
-        return self._original[entry]
+    def _original_unit(self, tree: Path, entry: int, key: tuple[str, ...]) -> Compiled:
+        """The original's compile under one entry, kept by the entry's words (as the allowlist
+        keeps its preprocessed text)."""
+        if key not in self._original:
+            name = f"original{len(self._original) or ''}"
+            self._original[key] = self._compile(tree, self.region.text, [], name, entry)
+        return self._original[key]
 
     def _other_definitions(self, baseline_tree: Path) -> Mapping[str, Elsewhere]:
         """Every global definition of the baseline's build but the region's own objects (one

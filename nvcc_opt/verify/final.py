@@ -29,7 +29,7 @@ from nvcc_opt.pool.lease import gpu_lease
 from nvcc_opt.records import CompileContext, Verification
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.region import Region
-from nvcc_opt.verify.changed_inputs import CallTimes, changed_input_reasons
+from nvcc_opt.verify.changed_inputs import StateTimes, changed_input_reasons
 from nvcc_opt.verify.corroborate import Observed
 from nvcc_opt.verify.kernels import RegionKernels, region_kernels
 from nvcc_opt.verify.measure import Build, check, run_once
@@ -88,7 +88,7 @@ class FinalChecks:
     ) -> None:
         self.config, self.runner, self.gpu, self.notes = config, runner, gpu, notes
         self.channel, self.kernels = channel, kernels
-        self.times: list[CallTimes] = []
+        self.times: list[StateTimes] = []
 
     def __call__(self, base: Build, cand: Build) -> list[str]:
         config, runner, gpu, notes = self.config, self.runner, self.gpu, self.notes
@@ -103,8 +103,10 @@ class FinalChecks:
     def after_timing(
         self, baseline: Sequence[Observed], candidate: Sequence[Observed]
     ) -> list[str]:
-        """Rejection reasons from the timed runs' own measurements (their notes go to notes)."""
-        if self.kernels is None or any(o.channel is None for o in (*baseline, *candidate)):
+        """Rejection reasons from the timed runs' own measurements (their notes go to notes),
+        for a candidate the timed runs call faster."""
+        reports = [o.channel for o in (*baseline, *candidate)]
+        if self.kernels is None or any(r is None or not r.complete for r in reports):
             return []
         base = [o.channel.gpu_ns(self.kernels.original) for o in baseline if o.channel]
         cand = [o.channel.gpu_ns(self.kernels.candidate) for o in candidate if o.channel]

@@ -317,7 +317,8 @@ def measure(
     reasons, unmeasured = channel_reasons(
         seen["A"], seen["B"], kernels, comparison, printed_is_wall=config.time.source == "wall"
     )
-    if not reasons and after_timing is not None and comparison is not None:
+    faster = comparison is not None and comparison.verdict == "faster"
+    if not reasons and after_timing is not None and faster:  # only a speedup can be fake
         reasons = after_timing(seen["A"], seen["B"])
     if reasons:
         return Measurement(baseline_output, CheckResult(False, tuple(reasons)), None, 0, note)

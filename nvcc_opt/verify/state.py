@@ -31,9 +31,9 @@ agrees; otherwise it is the output of a skipped call.
 
 The channel also times each call on the GPU. Calls after the last change repeat their inputs: a
 candidate whose calls get much faster when nothing changed, where the original's do not, keeps
-results across calls even if it recomputes whenever it notices a change. Those calls run on inputs
-the candidate has never seen (the changes are salted per check): verify/changed_inputs.py compares
-their speedup with the timed runs' once those are done.
+results across calls even if it recomputes whenever it notices a change. And the runs' calls go
+on from inputs the candidate has never seen (the changes are salted per check):
+verify/changed_inputs.py compares their speedup with the timed runs' once those are done.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from pathlib import Path
 
 from nvcc_opt.config import ProjectConfig
 from nvcc_opt.runtime import report
-from nvcc_opt.verify.changed_inputs import CallTimes
+from nvcc_opt.verify.changed_inputs import StateTimes
 from nvcc_opt.verify.kernels import RegionKernels
 from nvcc_opt.verify.measure import Attach, Build, Run, observed_run, same_output
 from nvcc_opt.workspace.runner import Runner
@@ -77,10 +77,10 @@ def state_check(
     library: Path,
     kernels: RegionKernels,
     notes: list[str],
-    keep: list[CallTimes] | None = None,
+    keep: list[StateTimes] | None = None,
 ) -> list[str]:
     """Rejection reasons (`state: ...`); what could not be checked goes to `notes`; the runs'
-    region GPU time per call is appended to `keep` (verify/changed_inputs.py reads it once the
+    region GPU times are appended to `keep` (verify/changed_inputs.py reads them once the
     timed runs are done)."""
     folder = Path(tempfile.mkdtemp(prefix="nvcc-opt-state-"))
     try:
@@ -108,19 +108,29 @@ def state_check(
         cand = observed_run(config, runner, candidate, gpu, (), Attach(library, compare_b))
         runs = StateRuns(record, again, cand)
         if keep is not None:
-            keep += [t for t in (call_times(runs, config.verify.state_calls),) if t is not None]
+            keep += [t for t in (state_times(runs, kernels),) if t is not None]
         return state_reasons(config, runs, notes)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def call_times(runs: StateRuns, checked: int) -> CallTimes | None:
-    """The region's GPU time per call in each of the three runs, when each reported its region."""
+def state_times(runs: StateRuns, kernels: RegionKernels) -> StateTimes | None:
+    """The region's GPU time in each of the three whole runs, for verify/changed_inputs.py;
+    None unless each reported its region completely and the original's runs had no problem."""
     states = [_region_state(r) for r in (runs.record, runs.again, runs.candidate)]
-    if any(s is None for s in states):
+    reports = [r.observed.channel for r in (runs.record, runs.again, runs.candidate)]
+    record, again, cand = states
+    if record is None or again is None or cand is None or again.problems:
         return None
-    record, again, cand = (s.call_ns for s in states if s is not None)
-    return CallTimes(record, again, cand, checked)
+    if any(r is None or not r.complete for r in reports):
+        return None
+    a, b, c = (r.gpu_ns(k) for r, k in zip(reports, _names(kernels), strict=True) if r)
+    changed = any(x.type in ("float", "double") for x in record.allocations)
+    return StateTimes(a, b, c, record.calls, changed)
+
+
+def _names(kernels: RegionKernels) -> tuple[frozenset[str], ...]:
+    return (kernels.original, kernels.original, kernels.candidate)
 
 
 def _settings(config: ProjectConfig, kernels: RegionKernels, data: Path) -> list[str]:

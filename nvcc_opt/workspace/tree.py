@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import re
-import shlex
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from nvcc_opt.regions.scan import scan
 from nvcc_opt.workspace import cmake_cache
 from nvcc_opt.workspace.diagnostics import trim_errors
 from nvcc_opt.workspace.runner import Completed, Runner
+from nvcc_opt.workspace.unit import objects_of
 
 __all__ = ["BuildResult", "CopiedTree", "PrivateTree", "TreeError", "default_root", "trim_errors"]
 
@@ -219,7 +219,7 @@ class PrivateTree(_Tree):
             return self._build(argv, _build_env(), staged, timeout_s)
 
     def _invalidate(self, source: Path) -> None:
-        for obj in _objects_of(self.path / "compile_commands.json", source):
+        for obj in objects_of(self.path, source):
             obj.unlink(missing_ok=True)
 
 
@@ -332,27 +332,6 @@ def _objects(tree: Path) -> dict[str, int]:
                 full = os.path.join(folder, name)
                 found[os.path.relpath(full, tree)] = os.stat(full).st_mtime_ns
     return found
-
-
-def _objects_of(database: Path, source: Path) -> list[Path]:
-    """The objects compile_commands.json builds from `source`."""
-    try:
-        entries = json.loads(database.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    wanted = os.path.realpath(source)
-    objects = []
-    for entry in entries:
-        folder = Path(entry["directory"])
-        if os.path.realpath(folder / entry["file"]) != wanted:
-            continue
-        words = entry.get("arguments") or shlex.split(entry["command"])
-        output = entry.get("output") or next(
-            (words[i + 1] for i, w in enumerate(words[:-1]) if w == "-o"), None
-        )
-        if output:
-            objects.append(folder / output)
-    return objects
 
 
 def _sync(source: Path, tree: Path, size_cap: int) -> None:

@@ -143,12 +143,13 @@ def object_of(tree: Path, source: Path) -> Path | None:
 
 
 def objects_of(tree: Path, source: Path) -> list[Path]:
-    """Every object `tree`'s build writes for `source` (each compile's `-o`), in the database's
-    order: a file two targets build has two."""
+    """Every object `tree`'s build writes for `source`, in compile_commands.json's order (a file
+    two targets build has two): each entry's `output`, else its command's -o; none when the
+    database cannot be read."""
     try:
         entries = json.loads((tree / "compile_commands.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UnitError(f"cannot read the private tree's compile_commands.json ({exc})") from exc
+    except (OSError, ValueError):
+        return []
     wanted = os.path.realpath(source)
     found: list[Path] = []
     for entry in entries:
@@ -156,7 +157,18 @@ def objects_of(tree: Path, source: Path) -> list[Path]:
         if os.path.realpath(folder / entry["file"]) != wanted:
             continue
         words = [str(w) for w in entry.get("arguments") or shlex.split(entry["command"])]
-        for flag, value in zip(words, words[1:], strict=False):
-            if flag in ("-o", "--output-file") and folder / value not in found:
-                found.append(folder / value)
+        output = entry.get("output") or _output_option(words)
+        if output and folder / output not in found:
+            found.append(folder / output)
     return found
+
+
+def _output_option(words: Sequence[str]) -> str | None:
+    """The value of -o / --output-file (-o X, --output-file X, --output-file=X; not -oX, which
+    nvcc's -objtemp and -optf would be read as)."""
+    for i, word in enumerate(words):
+        if word in ("-o", "--output-file") and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith("--output-file="):
+            return word.partition("=")[2]
+    return None
