@@ -35,7 +35,7 @@ fi
 # object paths: integration/rajaperf took every kernel for unbuildable on the GPU machine's 4.4).
 if [ ! -x "$root/.venv/cmake-latest/bin/cmake" ]; then
   say "installing the newest CMake into .venv/cmake-latest (check.sh runs the CMake tests on it too)"
-  if ! { "$python" -m venv "$root/.venv/cmake-latest" &&
+  if ! { "$root/.venv/bin/python" -m venv "$root/.venv/cmake-latest" &&
          "$root/.venv/cmake-latest/bin/python" -m pip install -q cmake; }; then
     say "could not install CMake from PyPI: check.sh will say so and run the system CMake only"
     rm -rf "$root/.venv/cmake-latest"
