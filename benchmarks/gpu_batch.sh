@@ -22,7 +22,8 @@
 #            copied, `integration.rajaperf prepare`d and built through the launcher;
 #   rajaperf `integration.rajaperf protocol` on it: RAJAPERF_ONLY (kernels; default all),
 #            RAJAPERF_MODEL (search?budget_s=120), RAJAPERF_RUNS (1), RAJAPERF_TIMEOUT (600 s);
-#            finished runs kept even when the part is stopped;
+#            finished runs kept even when the part is stopped (rp-out-runs in the batch);
+#            RAJAPERF_RUNS_FROM (a carried folder of such runs) resumes an earlier session's;
 #   lulesh   issue 18/19: `python -m integration.lulesh table` on .lulesh (a carried copy of the
 #            user's LULESH 2.0.2-dev checkout) with LULESH_MODEL (search), LULESH_SIZE (120),
 #            LULESH_ITERS (400), LULESH_PAIRS (5), LULESH_ARGS (more table options,

@@ -87,6 +87,8 @@ json.dump(sorted(rows, key=lambda r: r[\"file\"]), open(sys.argv[1], \"w\"), ind
     while [ -e /tmp/rp ] && [ ! -e "$B/rajaperf-built" ] && ! stopped; do sleep 5; done  # a build beside
     [ -x /tmp/rp/build-nvcc-opt/bin/raja-perf.exe ] || { echo "rajaperf: not built"; return; }
     echo /tmp/rp-out/runs >>"$B/keep"
+    # runs of earlier sessions (a results folder's rp-out-runs) are resumed, not repeated
+    [ -n "${RAJAPERF_RUNS_FROM:-}" ] && mkdir -p /tmp/rp-out && cp -rn "$RAJAPERF_RUNS_FROM" /tmp/rp-out/runs
     only=""; for k in ${RAJAPERF_ONLY:-}; do only="$only --only $k"; done
     part rajaperf "python3 -m integration.rajaperf protocol /tmp/rp --model \"${RAJAPERF_MODEL:-search?budget_s=120}\" \
       --runs ${RAJAPERF_RUNS:-1} --timeout ${RAJAPERF_TIMEOUT:-600} $only --out /tmp/rp-out; rc=\$?; \
