@@ -4,6 +4,7 @@ three runs: what a candidate that keeps state across calls leaves behind, and wh
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,13 @@ def test_a_check_that_failed_on_the_original_vouches_for_nothing(config) -> None
     assert notes == [
         "unmeasured: the runtime state check failed on the original (state_missing call 2 a1)"
     ]
+
+
+def test_a_region_of_integer_data_only_is_said_to_be_left_unchanged(config) -> None:  # type: ignore[no-untyped-def]
+    """The check changes float and double elements only: on a region that reaches nothing else it
+    has nothing to vary, and says so rather than passing in silence."""
+    ints = tuple(replace(a, type="other") for a in ALLOCATIONS)
+    s = State(401, ints, STEADY, {}, (), (), ())
+    notes: list[str] = []
+    assert state_reasons(config, StateRuns(run(s), run(s), run(s)), notes) == []
+    assert any(n.startswith("state check: the region's arguments reach no float") for n in notes)

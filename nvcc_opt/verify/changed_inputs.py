@@ -96,7 +96,10 @@ def _unjudged(times: StateTimes) -> str:
     if times.calls < 2:
         return "the region made one call per run: no call ran after a change"
     if not times.changed:
-        return "the state check changed no input: the region reaches no float or double data"
+        return (
+            "the state check changed no input: the region reaches no float or double data "
+            "through float* or double* parameters"
+        )
     if min(times.record_ns, times.again_ns, times.candidate_ns) <= 0:
         return "a state run measured no GPU time for the region"
     if times.record_ns < MIN_CALL_NS * times.calls:

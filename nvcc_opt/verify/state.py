@@ -202,6 +202,13 @@ def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> l
             f"unmeasured: the runtime state check failed on the original ({again.problems[0]})"
         )
         return []
+    if not any(a.type in ("float", "double") for a in record.allocations):
+        notes.append(
+            "state check: the region's arguments reach no float or double data (through "
+            "float* or double* parameters), the only kind it changes between calls (integer, "
+            "half and struct data are left as they are), so results kept from one call to the "
+            "next are not caught for this region"
+        )
     reasons = _call_reasons(record, cand)
     reasons += [f"state: {p}" for p in cand.problems]
     described = {a.index: _describe(a) for a in record.allocations}
