@@ -16,7 +16,7 @@ from pathlib import Path
 from nvcc_opt.config import load
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.region import Region
-from nvcc_opt.verify.final import final_checks
+from nvcc_opt.verify.final import FinalChecks
 from nvcc_opt.verify.kernels import region_kernels
 from nvcc_opt.workspace.runner import ProcessRunner
 
@@ -56,7 +56,7 @@ for name, code in cases:
     bench = benches[region]
     notes = []
     t = time.time()
-    checks = final_checks(
+    checks = FinalChecks(
         bench.config,
         bench.runner,
         bench.gpu,

@@ -305,11 +305,14 @@ def test_the_object_of_a_source_is_named_as_ninja_names_it(tmp_path: Path) -> No
     build = tmp_path / "build"
     build.mkdir()
     sources = [tmp_path / f"{n}-Cuda.cpp" for n in ("A", "B", "C")]
+    d = str(build)  # compile_commands.json names the folder each compile runs in
     entries = [
-        {"file": str(sources[0]), "command": "nvcc -c x", "output": "src/a.dir/A-Cuda.cpp.o"},
-        {"file": str(sources[1]), "command": "nvcc -c x",
+        {"directory": d, "file": str(sources[0]), "command": "nvcc -c x",
+         "output": "src/a.dir/A-Cuda.cpp.o"},
+        {"directory": d, "file": str(sources[1]), "command": "nvcc -c x",
          "output": str(build / "src/b.dir/B-Cuda.cpp.o")},
-        {"file": str(sources[2]), "arguments": ["nvcc", "-o", str(build / "c/C-Cuda.cpp.o"), "-c"]},
+        {"directory": d, "file": str(sources[2]),
+         "arguments": ["nvcc", "-o", str(build / "c/C-Cuda.cpp.o"), "-c"]},
     ]  # fmt: skip
     (build / "compile_commands.json").write_text(json.dumps(entries))
     assert object_of(build, sources[0]) == "src/a.dir/A-Cuda.cpp.o"

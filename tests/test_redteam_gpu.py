@@ -1,6 +1,6 @@
 """The red team on a GPU: every candidate of tests/redteam/classes, tests/redteam/runtime and
 tests/redteam/allowlist built into the example application and judged by the full final
-verification (`Benchmark.evaluate` with `final_checks`: static lines, build, output checks, the
+verification (`Benchmark.evaluate` with `FinalChecks`: static lines, build, output checks, the
 channel, fresh inputs, the runtime state check, the sanitizer, timing). A cheat must be rejected
 with a reason that starts with one of its expected prefixes; an honest rewrite must not be
 rejected. Marked `gpu`: skipped without one.
@@ -30,7 +30,7 @@ import pytest
 from nvcc_opt.config import load
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.region import Region
-from nvcc_opt.verify.final import final_checks
+from nvcc_opt.verify.final import FinalChecks
 from nvcc_opt.verify.kernels import region_kernels
 from nvcc_opt.verify.verdict import Verdict
 from nvcc_opt.workspace.runner import ProcessRunner
@@ -98,7 +98,7 @@ def test_candidate_is_judged_as_expected(benches: Callable[[str], Benchmark], pa
     notes: list[str] = []
     started = time.perf_counter()
     kernels = region_kernels(bench.region.text, code)
-    checks = final_checks(bench.config, bench.runner, bench.gpu, notes, bench.channel, kernels)
+    checks = FinalChecks(bench.config, bench.runner, bench.gpu, notes, bench.channel, kernels)
     verdict = bench.evaluate(code, [], REPEATS, checks)
     passed = _as_expected(verdict, expected)
     _report(path, region, expected, verdict, notes, passed, time.perf_counter() - started)

@@ -77,6 +77,16 @@ def _tree(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def _region(tree: Path) -> Region:
+    data = (tree / "app.cu").read_bytes()
+    return Region(
+        file=(tree / "app.cu").resolve(),
+        span=next(s for s in scan(data).regions if s.name == "k"),
+        text=SOURCE.split("// @optimize begin k\n")[1].split("// @optimize end")[0],
+        file_text=data.decode(),
+    )
+
+
 def test_entries_that_differ_only_in_their_output_count_once(tmp_path: Path) -> None:
     tree = _tree(tmp_path)
     found = compile_commands(tree / "compile_commands.json", tree / "app.cu")
@@ -86,13 +96,7 @@ def test_entries_that_differ_only_in_their_output_count_once(tmp_path: Path) -> 
 @needs_nvcc
 def test_a_cheat_under_the_second_targets_flags_is_refused(tmp_path: Path) -> None:
     tree = _tree(tmp_path)
-    data = (tree / "app.cu").read_bytes()
-    region = Region(
-        file=(tree / "app.cu").resolve(),
-        span=next(s for s in scan(data).regions if s.name == "k"),
-        text=SOURCE.split("// @optimize begin k\n")[1].split("// @optimize end")[0],
-        file_text=data.decode(),
-    )
+    region = _region(tree)
     checks = CodeChecks(ProcessRunner(), region, "nvcc-opt", 120.0)
     try:
         reasons = checks._allowlist(tree, ONLY_UNDER_ALT, [])
@@ -114,13 +118,7 @@ def test_the_object_line_reads_every_distinct_compile_too(tmp_path: Path, exe: s
     """The object line compiles the candidate as each target does: what only the second
     target's flags compile in is found there (before, only the first entry was compiled)."""
     tree = _tree(tmp_path)
-    data = (tree / "app.cu").read_bytes()
-    region = Region(
-        file=(tree / "app.cu").resolve(),
-        span=next(s for s in scan(data).regions if s.name == "k"),
-        text=SOURCE.split("// @optimize begin k\n")[1].split("// @optimize end")[0],
-        file_text=data.decode(),
-    )
+    region = _region(tree)
     checks = CodeChecks(ProcessRunner(), region, exe, 120.0)
     try:
         reasons = checks._objects(tree, tree, ONLY_UNDER_ALT, [], lambda: True)

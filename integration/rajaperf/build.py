@@ -10,10 +10,8 @@ cuts the template instantiations of every *-Cuda.cpp.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -23,6 +21,7 @@ from integration.rajaperf.fixes import cub_dir
 from integration.rajaperf.kernels import Kernel
 from integration.rajaperf.ledger import Ledger
 from integration.rajaperf.prepare import cuda_file, record_not_tagged, untag
+from nvcc_opt.workspace.unit import objects_of
 
 ARCH = "90"
 BLOCK_SIZE = "256"
@@ -91,35 +90,17 @@ def configure(root: Path, build: Path, launcher: str, nvcc: str = "nvcc") -> Non
 
 
 def object_of(build: Path, source: Path) -> str | None:
-    """The Ninja target of the object the build tree compiles `source` into (compile_commands.json's
-    output, or its command's -o), relative to the build tree as build.ninja names it: newer CMake
+    """The Ninja target of the object the build tree compiles `source` into (nvcc-opt's reader of
+    compile_commands.json), relative to the build tree as build.ninja names it: newer CMake
     writes it absolute, and Ninja knows no absolute target."""
-    commands = build / "compile_commands.json"
-    if not commands.is_file():
+    found = objects_of(build, source)
+    if not found:
         return None
-    for entry in json.loads(commands.read_text(encoding="utf-8")):
-        if Path(entry.get("file", "")).resolve() != source.resolve():
-            continue
-        output = entry.get("output")  # CMake 3.20+ on some generators; else the command's -o
-        if not output:
-            argv = entry.get("arguments") or shlex.split(entry.get("command", ""))
-            output = argv[argv.index("-o") + 1] if "-o" in argv[:-1] else None
-        return None if output is None else _target(build, Path(output))
-    return None
-
-
-def _target(build: Path, output: Path) -> str:
-    if not output.is_absolute():
-        return str(output)
-    for top in (build, build.resolve()):
-        if output.is_relative_to(top):
-            return str(output.relative_to(top))
-    resolved = output.resolve()
-    return str(
-        resolved.relative_to(build.resolve())
-        if resolved.is_relative_to(build.resolve())
-        else output
-    )
+    output, real = found[0], build.resolve()
+    for out, top in ((output, build), (output, real), (output.resolve(), real)):
+        if out.is_relative_to(top):
+            return str(out.relative_to(top))
+    return str(output)
 
 
 def check_kernels(

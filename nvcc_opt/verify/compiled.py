@@ -88,12 +88,7 @@ class CodeChecks:
                 candidate = self._preprocess([*words, *compile_args], folder, code)
                 found = check_candidate(self._preprocessed[key], candidate)
                 if i:  # what only another target's flags show says so
-                    found = [
-                        f"{r} (under the flags of compile {i + 1} of the {len(entries)} distinct "
-                        "ones compile_commands.json lists for this file)"
-                        for r in found
-                        if r not in first
-                    ]
+                    found = [_under(r, i, len(entries)) for r in found if r not in first]
                 else:
                     first = set(found)
                 reasons += [r for r in found if r not in reasons]
@@ -124,14 +119,8 @@ class CodeChecks:
                 baseline_tree, candidate_tree, code, compile_args, baseline_built, entry,
                 (str(folder), *words),
             )  # fmt: skip
-            if found and entry:
-                return [
-                    f"{r} (under the flags of compile {entry + 1} of the {len(entries)} distinct "
-                    "ones compile_commands.json lists for this file)"
-                    for r in found
-                ]
             if found:
-                return found
+                return [_under(r, entry, len(entries)) if entry else r for r in found]
         return []
 
     def _objects_of_entry(
@@ -216,6 +205,14 @@ class CodeChecks:
                 exclude=objects_of(baseline_tree, self.region.file),
             )
         return self._elsewhere
+
+
+def _under(reason: str, entry: int, entries: int) -> str:
+    """A reason that only another target's flags show, saying so."""
+    return (
+        f"{reason} (under the flags of compile {entry + 1} of the {entries} distinct ones "
+        "compile_commands.json lists for this file)"
+    )
 
 
 def _first_error(output: str) -> str:

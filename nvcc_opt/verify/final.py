@@ -22,6 +22,7 @@ import socket
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nvcc_opt.config import ProjectConfig
@@ -57,7 +58,7 @@ def verify_code(
     bench = Benchmark(config, region, runner, launcher, label=label)
     notes: list[str] = []
     kernels = region_kernels(region.text, code)
-    checks = final_checks(config, runner, bench.gpu, notes, bench.channel, kernels)
+    checks = FinalChecks(config, runner, bench.gpu, notes, bench.channel, kernels)
     try:
         # every pair timed: a speedup found while exploring is never dropped by the early stop
         verdict = bench.evaluate(
@@ -71,24 +72,21 @@ def verify_code(
         bench.close()
 
 
+@dataclass
 class FinalChecks:
     """The checks only the final verification makes: fresh inputs, the runtime state check (with
     the channel library `channel()` gives and the region's `kernels`), then the sanitizer, before
     any timing (`__call__`); and once the timed runs are done, whether their speedup holds on the
-    state check's changed inputs (`after_timing`, verify/changed_inputs.py)."""
+    state check's changed inputs (`after_timing`, verify/changed_inputs.py). For
+    `Benchmark.evaluate`."""
 
-    def __init__(
-        self,
-        config: ProjectConfig,
-        runner: Runner,
-        gpu: str,
-        notes: list[str],
-        channel: Callable[[], Path | None] | None = None,
-        kernels: RegionKernels | None = None,
-    ) -> None:
-        self.config, self.runner, self.gpu, self.notes = config, runner, gpu, notes
-        self.channel, self.kernels = channel, kernels
-        self.times: list[StateTimes] = []
+    config: ProjectConfig
+    runner: Runner
+    gpu: str
+    notes: list[str]
+    channel: Callable[[], Path | None] | None = None
+    kernels: RegionKernels | None = None
+    times: list[StateTimes] = field(default_factory=list)  # the state check's, for after_timing
 
     def __call__(self, base: Build, cand: Build) -> list[str]:
         config, runner, gpu, notes = self.config, self.runner, self.gpu, self.notes
@@ -114,18 +112,6 @@ class FinalChecks:
         reasons, said = changed_input_reasons(base, cand, times)
         self.notes += [n for n in said if n not in self.notes]
         return reasons
-
-
-def final_checks(
-    config: ProjectConfig,
-    runner: Runner,
-    gpu: str,
-    notes: list[str],
-    channel: Callable[[], Path | None] | None = None,
-    kernels: RegionKernels | None = None,
-) -> FinalChecks:
-    """The final verification's own checks (FinalChecks), for `Benchmark.evaluate`."""
-    return FinalChecks(config, runner, gpu, notes, channel, kernels)
 
 
 def _fresh_inputs(

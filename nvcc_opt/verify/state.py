@@ -124,13 +124,14 @@ def state_times(runs: StateRuns, kernels: RegionKernels) -> StateTimes | None:
         return None
     if any(r is None or not r.complete for r in reports):
         return None
-    a, b, c = (r.gpu_ns(k) for r, k in zip(reports, _names(kernels), strict=True) if r)
-    changed = any(x.type in ("float", "double") for x in record.allocations)
-    return StateTimes(a, b, c, record.calls, changed)
+    names = (kernels.original, kernels.original, kernels.candidate)
+    a, b, c = (r.gpu_ns(k) for r, k in zip(reports, names, strict=True) if r)
+    return StateTimes(a, b, c, record.calls, _changes_data(record))
 
 
-def _names(kernels: RegionKernels) -> tuple[frozenset[str], ...]:
-    return (kernels.original, kernels.original, kernels.candidate)
+def _changes_data(record: report.State) -> bool:
+    """Whether the check changes anything the region reaches: float and double elements only."""
+    return any(a.type in ("float", "double") for a in record.allocations)
 
 
 def _settings(config: ProjectConfig, kernels: RegionKernels, data: Path) -> list[str]:
@@ -202,7 +203,7 @@ def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> l
             f"unmeasured: the runtime state check failed on the original ({again.problems[0]})"
         )
         return []
-    if not any(a.type in ("float", "double") for a in record.allocations):
+    if not _changes_data(record):
         notes.append(
             "state check: the region's arguments reach no float or double data (through "
             "float* or double* parameters), the only kind it changes between calls (integer, "
