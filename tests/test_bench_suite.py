@@ -250,6 +250,12 @@ def test_the_json_after_the_progress_lines() -> None:
     assert parse_optimize_output("[k] optimizing\nTraceback\n")[0] is None
 
 
+def test_the_json_alone_on_stdout_and_the_progress_on_stderr() -> None:
+    stderr = "[k] src/k.cu:3: optimizing\n[other] cannot optimize: no tree\n"
+    results, cannot = parse_optimize_output('[\n {"region": "k"}\n]\n', stderr)
+    assert results == [{"region": "k"}] and cannot == {"other": "no tree"}
+
+
 def test_the_command_line_is_written_as_nvcc_opt() -> None:
     assert command_line(["/x/bin/nvcc-opt", "bench", "suite", "--model", "a b"]) == (
         "nvcc-opt bench suite --model 'a b'"
@@ -270,14 +276,17 @@ def test_a_failure_is_named_by_its_first_error() -> None:
 def test_a_run_past_its_timeout_is_interrupted_and_what_it_printed_is_kept(tmp_path: Path) -> None:
     lines: list[str] = []
     started = time.monotonic()
+    said: list[str] = []
     ran = run_streaming(
-        ["sh", "-c", "echo first; sleep 30; echo never"],
+        ["sh", "-c", "echo first; echo said >&2; sleep 30; echo never"],
         cwd=tmp_path,
         env=dict(os.environ),
         timeout_s=1.0,
         on_line=lines.append,
+        on_err_line=said.append,
     )
     assert ran.timed_out and lines == ["first"] and ran.stdout == "first\n"
+    assert said == ["said"] and ran.stderr == "said\n"
     assert time.monotonic() - started < 15
 
 
@@ -554,7 +563,7 @@ if sys.argv[1] != "optimize":
     os.execvp(sys.argv[1], sys.argv[1:])
 signal.signal(signal.SIGINT, answer)
 event("start")
-print("[k] src/k.cu:2: optimizing", flush=True)
+print("[k] src/k.cu:2: optimizing", file=sys.stderr, flush=True)
 deadline = time.monotonic() + 20
 partners, apps = int(os.environ["FAKE_PARTNERS"]), int(os.environ["FAKE_APPS"])
 while time.monotonic() < deadline:

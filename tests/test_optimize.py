@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,10 @@ def project(tmp_path: Path, exe: str, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def _optimize(exe: str, project: Path, script: list[Step], *extra: str) -> tuple[str, list[object]]:
+def _optimize(
+    exe: str, project: Path, script: list[Step], *extra: str
+) -> tuple[str, list[dict[str, Any]], list[object]]:
+    """(the progress lines, on stderr; the JSON summary, alone on stdout; the model's requests)"""
     with scripted_server(script, lifetime_s=300) as server:
         done = subprocess.run(
             [exe, "optimize", "--model", f"openai:scripted@{server.base_url}", "--json", *extra],
@@ -51,13 +55,14 @@ def _optimize(exe: str, project: Path, script: list[Step], *extra: str) -> tuple
         )
         requests = list(server.requests)
     assert done.returncode == 0, done.stderr
-    return done.stdout, requests
+    summary: list[dict[str, Any]] = json.loads(done.stdout)  # nothing else on stdout
+    return done.stderr, summary, requests
 
 
 def test_a_verified_speedup_is_proposed_with_its_trace(project: Path, exe: str) -> None:
     tool_call = call("c1", "benchmark_code", json.dumps({"code": HALF}))
     script = [Step(completion(None, [tool_call])), Step(completion(_answer(HALF)))]
-    out, requests = _optimize(exe, project, script, "--gpus", "0,1")
+    out, _, requests = _optimize(exe, project, script, "--gpus", "0,1")
     assert "proposed rewrite #1" in out, out
     progress = "[accumulate gpu 0] tool call 1: benchmark_code (best so far 1.000x, "
     assert re.search(re.escape(progress) + r"\d+:\d\d left\)", out), out
@@ -79,9 +84,8 @@ def test_a_verified_speedup_is_proposed_with_its_trace(project: Path, exe: str) 
 
 
 def test_a_wrong_answer_keeps_the_original(project: Path, exe: str) -> None:
-    out, _ = _optimize(exe, project, [Step(completion(_answer(WRONG)))])
+    out, summary, _ = _optimize(exe, project, [Step(completion(_answer(WRONG)))])
     assert "no verified improvement, original kept" in out
-    summary = json.loads(out[out.index("\n[\n") + 1 :])
     assert summary[0]["status"] == "original kept" and summary[0]["speedup"] == 1.0
     assert summary[0]["baseline_ms"] > 0 and summary[0]["wall_s"] > 0
     assert any("numbers_differ" in r for r in summary[0]["reasons"])
@@ -92,13 +96,14 @@ def test_a_wrong_answer_keeps_the_original(project: Path, exe: str) -> None:
 def test_the_no_tools_baseline_offers_no_tool_and_takes_one_answer(project: Path, exe: str) -> None:
     """The paper's no-tools baseline: the region in the prompt, no tool schema sent, one model
     turn; the answer is verified like any other (a faster correct one is proposed)."""
-    out, requests = _optimize(exe, project, [Step(completion(_answer(HALF)))], "--no-tools")
+    out, summary, requests = _optimize(
+        exe, project, [Step(completion(_answer(HALF)))], "--no-tools"
+    )
     assert "proposed rewrite #1" in out, out
     (request,) = requests  # one turn
     body = request.body  # type: ignore[attr-defined]
     assert not body.get("tools")
     assert "none in this session." in body["messages"][-1]["content"]
-    summary = json.loads(out[out.index("\n[\n") + 1 :])
     assert summary[0]["change"] == "code"
     with scripted_server([], lifetime_s=30) as server:
         both = subprocess.run(

@@ -61,9 +61,7 @@ def _optimize(exe: str, root: Path, region: str, *args: str) -> subprocess.Compl
 
 
 def _results(stdout: str) -> list[dict[str, Any]]:
-    lines = stdout.splitlines()
-    start = next(i for i, line in enumerate(lines) if line in ("[", "[]"))
-    found: list[dict[str, Any]] = json.loads("\n".join(lines[start:]))
+    found: list[dict[str, Any]] = json.loads(stdout)  # with --json, stdout holds it alone
     return found
 
 
@@ -71,18 +69,17 @@ def _results(stdout: str) -> list[dict[str, Any]]:
 def test_without_a_gpu_it_says_nothing_could_be_run_and_fails(example: Path, exe: str) -> None:
     done = _optimize(exe, example, "src/stencil.cu:smooth_kernel", "--model", "search")
     assert done.returncode == 1, done.stdout + done.stderr
-    lines = done.stdout.splitlines()
-    # the baseline is built and run, then the outcome: no model turn, no tool call
-    assert lines[0].endswith("src/stencil.cu:5: optimizing")
-    assert lines[1] == "[smooth_kernel] building and timing the baseline"
-    assert lines[2].startswith(f"[smooth_kernel] {NOT_RUN}`"), lines[2]
-    assert "run.sh" in lines[2] and "exited with status 1: CUDA error" in lines[2]
-    assert lines[2].endswith("(there is no GPU here: nvidia-smi is not installed)")
     assert _results(done.stdout) == []
     said = done.stderr.splitlines()
     # the first line the user sees says that nothing can be run or timed here, and why
     assert said[0].startswith("warning: there is no GPU here (nvidia-smi is not installed)")
     assert "can be neither run nor timed" in said[0]
+    # the baseline is built and run, then the outcome: no model turn, no tool call
+    assert said[1].endswith("src/stencil.cu:5: optimizing")
+    assert said[2] == "[smooth_kernel] building and timing the baseline"
+    assert said[3].startswith(f"[smooth_kernel] {NOT_RUN}`"), said[3]
+    assert "run.sh" in said[3] and "exited with status 1: CUDA error" in said[3]
+    assert said[3].endswith("(there is no GPU here: nvidia-smi is not installed)")
     assert said[-1].startswith(f"Error: cannot optimize the region: {NOT_RUN[17:]}")
     assert not (example.parent / "traces").exists()  # the model was never asked
     with Store.open(example.parent / "store.db") as store:
@@ -99,9 +96,10 @@ def test_no_run_command_fails_before_the_model_or_a_build(tmp_path: Path, exe: s
     # a model spec that fails as soon as it is loaded: the run command is checked first
     done = _optimize(exe, root, "src/stencil.cu:smooth_kernel", "--model", "hf:/none?bogus=1")
     assert done.returncode == 1, done.stdout + done.stderr
-    first = done.stdout.splitlines()[0]
+    assert _results(done.stdout) == []
+    (first,) = [ln for ln in done.stderr.splitlines() if ln.startswith("[smooth_kernel]")]
     assert first.startswith(f"[smooth_kernel] {NOT_RUN}{toml}: [run] command: not set"), first
-    assert "optimizing" not in done.stdout and "--model" not in done.stderr
+    assert "optimizing" not in done.stderr and "--model" not in done.stderr
     assert "Error: cannot optimize the region: the original could not be run" in done.stderr
 
 
@@ -112,10 +110,10 @@ def test_a_run_without_its_time_line_fails_before_the_model(tmp_path: Path, exe:
     toml.write_text(toml.read_text().replace("regex = 'time_ms:", "regex = 'elapsed:"))
     done = _optimize(exe, root, "src/work.cu:accumulate", "--model", "search")
     assert done.returncode == 1, done.stdout + done.stderr
-    (line,) = [ln for ln in done.stdout.splitlines() if "cannot optimize" in ln]
+    (line,) = [ln for ln in done.stderr.splitlines() if ln.startswith("[accumulate] cannot")]
     assert line.startswith(f"[accumulate] {NOT_RUN}`") and "/hostapp` printed no time" in line
     assert "printed no time: [time] regex 'elapsed: ([0-9.]+)' matched nothing" in line
-    assert "tool call" not in done.stdout
+    assert "tool call" not in done.stderr
 
 
 @pytest.fixture(scope="module")

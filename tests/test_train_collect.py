@@ -140,7 +140,7 @@ if plan.get("store"):  # the final verification found it correct and faster, and
     with Store.open(store) as db:
         new = NewRewrite(str(Path("src/k.cu").resolve()), "k", "0" * 16, answer["final_code"])
         rewrite_id = db.add_rewrite(new)[0].id
-print("[k] src/k.cu:1: optimizing", flush=True)
+print("[k] src/k.cu:1: optimizing", file=sys.stderr, flush=True)
 print(json.dumps([{
     "file": str(Path("src/k.cu").resolve()), "region": "k", "stopped": outcome.reason,
     "status": plan["status"], "rewrite_id": rewrite_id, "speedup": plan.get("speedup", 1.0),

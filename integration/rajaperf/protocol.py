@@ -144,7 +144,7 @@ def optimize_once(
             why = f"timed_out: optimize ran past {options.timeout_s:g} s"
             return failed(kernel, file, run, why)
     wall = time.monotonic() - started
-    results, cannot = parse_optimize_output(stdout)
+    results, cannot = parse_optimize_output(stdout, stderr)
     if results:
         found = kernel_runs(APP, run, results, options.checkout, options.out)
         mine = [r for r in found if r.region == kernel.full_name]

@@ -146,10 +146,10 @@ def run_app(
         cwd=root,
         env=env,
         timeout_s=optimize_timeout(options, regions),
-        on_line=_until_json(say),
+        on_err_line=say,  # optimize --json: progress on stderr, the JSON alone on stdout
         stop=stop,
     )
-    results, cannot = parse_optimize_output(ran.stdout)
+    results, cannot = parse_optimize_output(ran.stdout, ran.stderr)
     kernels = kernel_runs(app.name, run, results or (), root, base)
     reached = {k.region for k in kernels}
     for region, why in cannot.items():
@@ -166,19 +166,6 @@ def run_app(
     if not kernels:
         return failed("nothing optimized: the build recorded no region")
     return AppRun(app.name, run, tuple(kernels), None, time.monotonic() - started, str(work), gpu)
-
-
-def _until_json(say: Callable[[str], None]) -> Callable[[str], None]:
-    """`say` for the progress lines, silent from the JSON list on (it goes to the report)."""
-    done = False
-
-    def on_line(line: str) -> None:
-        nonlocal done
-        done = done or line in ("[", "[]")
-        if not done:
-            say(line)
-
-    return on_line
 
 
 def _unreached(app: str, run: int, root: Path, region: str, why: str) -> KernelRun:

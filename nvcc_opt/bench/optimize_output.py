@@ -17,12 +17,14 @@ from nvcc_opt.tools.bench import Measured, read_benchmark
 _CANNOT = re.compile(r"^\[(?P<region>[^\]\s]+)(?: gpu [^\]]*)?\] cannot optimize: (?P<why>.*)$")
 
 
-def parse_optimize_output(stdout: str) -> tuple[list[dict[str, Any]] | None, dict[str, str]]:
-    """(the JSON list printed after the progress lines or None, region -> why it could not be
-    optimized)."""
+def parse_optimize_output(
+    stdout: str, stderr: str = ""
+) -> tuple[list[dict[str, Any]] | None, dict[str, str]]:
+    """(the JSON list on stdout or None, region -> why it could not be optimized, from the
+    progress lines: on stderr, or before the JSON where one stream holds both)."""
     cannot: dict[str, str] = {}
     lines = stdout.splitlines()
-    for line in lines:
+    for line in [*stderr.splitlines(), *lines]:
         found = _CANNOT.match(line)
         if found:
             cannot[found["region"]] = found["why"]

@@ -26,11 +26,12 @@ def run_streaming(
     env: dict[str, str],
     timeout_s: float,
     on_line: Callable[[str], None] = lambda _: None,
+    on_err_line: Callable[[str], None] = lambda _: None,
     stop: threading.Event | None = None,
 ) -> Completed:
-    """Run argv in its own session, passing each stdout line to `on_line`. At the timeout, or
-    when `stop` is set (the bench was interrupted: `Completed.stopped`), the group gets SIGINT,
-    SIGKILL after GRACE_S."""
+    """Run argv in its own session, passing each stdout line to `on_line` (each stderr line to
+    `on_err_line`). At the timeout, or when `stop` is set (the bench was interrupted:
+    `Completed.stopped`), the group gets SIGINT, SIGKILL after GRACE_S."""
     return ProcessRunner().run(
         argv,
         cwd=cwd,
@@ -39,6 +40,7 @@ def run_streaming(
         sandbox=False,
         output_cap=OUTPUT_CAP,
         on_line=on_line,
+        on_err_line=on_err_line,
         stop=stop,
         stop_signal=signal.SIGINT,
         grace_s=GRACE_S,

@@ -81,7 +81,12 @@ DEFAULT_TURNS = 30
     " GPU (default: one at a time on [gpu] devices' first).",
 )
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None)
-@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print a JSON list of the regions' results on stdout, alone: progress lines go to stderr.",
+)
 @click.pass_context
 def optimize(
     ctx: click.Context,
@@ -112,14 +117,18 @@ def optimize(
     with open_store(ctx) as store:
         targets = [find_region(r, "REGION") for r in regions] or undecided(store)
         if not targets:
-            click.echo("nothing to optimize: build through nvcc-opt first, or name FILE:NAME")
+            click.echo(
+                "nothing to optimize: build through nvcc-opt first, or name FILE:NAME",
+                err=as_json,
+            )
         elif no_gpu_here():  # said first: the baseline run will tell
             click.echo(
                 "warning: there is no GPU here (nvidia-smi is not installed): a program that "
                 "needs one can be neither run nor timed, so its regions cannot be optimized here",
                 err=True,
             )
-        configs = _configs(targets, root, cannot)  # before the model: loading one takes a while
+        # before the model: loading one takes a while
+        configs = _configs(targets, root, cannot, as_json)
         targets = [t for t in targets if t in configs]
         model = _model(spec) if targets else None
         needed = getattr(model, "turns_needed", 0)
@@ -127,8 +136,8 @@ def optimize(
         traces = store.path.parent / "traces"
 
         def one(region: Region, gpu: str | None) -> RegionResult | None:
-            def say(message: str) -> None:
-                click.echo(f"{_tag(region, gpu)} {message}")
+            def say(message: str) -> None:  # with --json, stdout holds the JSON alone
+                click.echo(f"{_tag(region, gpu)} {message}", err=as_json)
 
             say(f"{region.file}:{region.span.start_line}: optimizing")
             trace = traces / f"{time.strftime('%Y%m%d-%H%M%S')}-{region.name}.json"
@@ -199,7 +208,7 @@ def _model(spec: str) -> Model:
 
 
 def _configs(
-    targets: list[Region], root: Path | None, cannot: list[str]
+    targets: list[Region], root: Path | None, cannot: list[str], to_stderr: bool
 ) -> dict[Region, ProjectConfig]:
     """Each region's project configuration, where it can be loaded and has a run command (the
     others are said at once, and added to `cannot`): checked before anything slow."""
@@ -216,7 +225,7 @@ def _configs(
                 continue
             except ConfigError as exc:
                 cannot.append(f"{NOT_RUN}: {exc}")
-        click.echo(f"{_tag(region, None)} cannot optimize: {cannot[-1]}")
+        click.echo(f"{_tag(region, None)} cannot optimize: {cannot[-1]}", err=to_stderr)
     return loaded
 
 

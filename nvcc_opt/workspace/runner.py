@@ -99,14 +99,16 @@ class ProcessRunner:
         sandbox: bool = True,
         output_cap: int = 1_000_000,
         on_line: Callable[[str], None] | None = None,
+        on_err_line: Callable[[str], None] | None = None,
         stop: threading.Event | None = None,
         stop_signal: signal.Signals = signal.SIGTERM,
         grace_s: float = GRACE_S,
     ) -> Completed:
         """As `Runner.run`; besides: each stdout line (without its newline) goes to `on_line` as
-        it comes, from a reader thread; once `stop` is set the run ends as at its timeout
-        (`Completed.stopped`); the group gets `stop_signal` first (only SIGTERM when sandboxed:
-        the supervisor handles that one) and SIGKILL `grace_s` later."""
+        it comes, from a reader thread (each stderr line to `on_err_line`); once `stop` is set
+        the run ends as at its timeout (`Completed.stopped`); the group gets `stop_signal` first
+        (only SIGTERM when sandboxed: the supervisor handles that one) and SIGKILL `grace_s`
+        later."""
         if sandbox and stop_signal != signal.SIGTERM:
             raise ValueError("a sandboxed run is ended with SIGTERM; its supervisor relays it")
         asked = tuple(argv)
@@ -135,7 +137,8 @@ class ProcessRunner:
             process_log.started(asked, cwd, process.pid, timeout_s)
             ending = _Ending(stop, stop_signal, grace_s)
             done = _finish(
-                process, asked, start, timeout_s, output_cap, run.supervised, ending, on_line
+                process, asked, start, timeout_s, output_cap, run.supervised, ending,
+                (on_line, on_err_line),
             )
             process_log.ended(asked, process.pid, done.wall_s, done.exit_status, done.note)
             if level is None:
@@ -168,10 +171,11 @@ def _finish(
     cap: int,
     supervised: bool,
     ending: _Ending,
-    on_line: Callable[[str], None] | None = None,
+    on_lines: tuple[Callable[[str], None] | None, Callable[[str], None] | None] = (None, None),
 ) -> Completed:
     assert process.stdout is not None and process.stderr is not None
-    out, err = _Capture(process.stdout, cap, on_line), _Capture(process.stderr, cap)
+    out = _Capture(process.stdout, cap, on_lines[0])
+    err = _Capture(process.stderr, cap, on_lines[1])
     exited = timed_out = stopped = False
     try:
         try:
