@@ -137,7 +137,13 @@ class ProcessRunner:
             process_log.started(asked, cwd, process.pid, timeout_s)
             ending = _Ending(stop, stop_signal, grace_s)
             done = _finish(
-                process, asked, start, timeout_s, output_cap, run.supervised, ending,
+                process,
+                asked,
+                start,
+                timeout_s,
+                output_cap,
+                run.supervised,
+                ending,
                 (on_line, on_err_line),
             )
             process_log.ended(asked, process.pid, done.wall_s, done.exit_status, done.note)
