@@ -269,6 +269,11 @@ def test_a_failure_is_named_by_its_first_error() -> None:
     )
     assert short_reason(cmake) == "CMake Error at CMakeLists.txt:1 (message): zeta is broken"
     assert short_reason("a\nb\nlast words\n") == "last words"
+    crash = (
+        '[k] optimizing\nTraceback (most recent call last):\n  File "x.py", line 3, in f\n'
+        "    g()  # the error if unset\n    ^^^\nValueError: '{work}/out' uses {work}\n"
+    )
+    assert short_reason(crash) == "ValueError: '{work}/out' uses {work}"
     assert short_reason("") == "(no output)"
     assert len(short_reason("error: " + "x" * 500)) == 160
 

@@ -116,6 +116,22 @@ def test_a_run_without_its_time_line_fails_before_the_model(tmp_path: Path, exe:
     assert "tool call" not in done.stderr
 
 
+def test_a_run_command_using_work_gets_past_the_early_check(tmp_path: Path, exe: str) -> None:
+    """{work} (each run's scratch folder) is only known per run: the check made before the model
+    asks only that a run command is set, and the baseline then runs with it rendered."""
+    root = _built(FIXTURE, tmp_path / "hostapp", exe)
+    toml = root / "nvcc-opt.toml"
+    text = toml.read_text().replace(
+        '"{build}/hostapp"', '["env", "SCRATCH={work}/out", "{build}/hostapp"]'
+    )
+    toml.write_text(text.replace("regex = 'time_ms:", "regex = 'elapsed:"))
+    done = _optimize(exe, root, "src/work.cu:accumulate", "--model", "search")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    (line,) = [ln for ln in done.stderr.splitlines() if ln.startswith("[accumulate] cannot")]
+    assert "printed no time" in line, line  # it ran
+
+
 @pytest.fixture(scope="module")
 def hostapp(tmp_path_factory: pytest.TempPathFactory, exe: str) -> Path:
     return _built(FIXTURE, tmp_path_factory.mktemp("host") / "hostapp", exe)

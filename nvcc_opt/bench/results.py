@@ -283,11 +283,18 @@ def what_changed(explanation: str, limit: int = CHANGED_CHARS) -> str:
 
 
 def short_reason(log: str, limit: int = REASON_CHARS) -> str:
-    """The first line naming an error (with the next line when it ends in ":", as CMake's
-    "CMake Error at CMakeLists.txt:3 (message):" does), else the last line of a log."""
-    lines = [s.strip() for s in log.splitlines() if s.strip()]
+    """A Python traceback's exception line; else the first line naming an error (with the next
+    line when it ends in ":", as CMake's "CMake Error at CMakeLists.txt:3 (message):" does),
+    else the last line of a log."""
+    raw = [s for s in log.splitlines() if s.strip()]
+    lines = [s.strip() for s in raw]
     if not lines:
         return "(no output)"
+    if "Traceback (most recent call last):" in lines:  # its source lines may say "error" too
+        start = lines.index("Traceback (most recent call last):")
+        ends = [s for s in raw[start + 1 :] if not s[0].isspace() and not s.startswith("^")]
+        if ends:
+            return first_line(ends[0].strip(), limit)
     at = next((i for i, s in enumerate(lines) if "error" in s.lower()), None)
     if at is None:
         return first_line(lines[-1], limit)

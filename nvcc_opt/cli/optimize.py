@@ -220,7 +220,7 @@ def _configs(
             cannot.append(str(exc))
         else:
             try:
-                config.render_run(config.build_dir, config.gpu.devices[0])  # the error if unset
+                config.check_run_command()  # rendered per run: {work} is the run's own
                 loaded[region] = config
                 continue
             except ConfigError as exc:

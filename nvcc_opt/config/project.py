@@ -48,15 +48,19 @@ class ProjectConfig(Settings):
         """The build command for `build_dir` (the user's tree or a private one)."""
         return render(self.build.command, {"build": str(build_dir), "source": str(self.root)})
 
-    def render_run(self, build_dir: Path, gpu: str, work: Path | None = None) -> list[str]:
-        """The run command; a relative program path with a slash is made absolute from the
-        run's folder, where a shell started there would find it."""
+    def check_run_command(self) -> tuple[str, ...]:
+        """The [run] command's words; ConfigError naming this file when it is not set."""
         if self.run.command is None:
             raise ConfigError(
                 f"{self._where()}: [run] command: not set; name the command that runs your "
                 'application, e.g. command = "./run.sh {build}"'
             )
-        argv = render(self.run.command, self._values(build_dir, gpu, work))
+        return self.run.command
+
+    def render_run(self, build_dir: Path, gpu: str, work: Path | None = None) -> list[str]:
+        """The run command; a relative program path with a slash is made absolute from the
+        run's folder, where a shell started there would find it."""
+        argv = render(self.check_run_command(), self._values(build_dir, gpu, work))
         if "/" in argv[0] and not os.path.isabs(argv[0]):
             argv[0] = os.path.normpath(self.run_cwd(build_dir, gpu, work) / argv[0])
         return argv
