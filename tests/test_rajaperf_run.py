@@ -141,6 +141,24 @@ def test_real_optimize_has_the_no_tools_mode(exe: str) -> None:
     assert has_no_tools_mode((exe,))
 
 
+def test_the_real_optimize_takes_the_prepared_kernels_settings(
+    prepared: Path, tmp_path: Path, exe: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real nvcc-opt on a kernel's generated nvcc-opt.toml (its run command names {work}):
+    the settings are taken, and with no configured build of the suite here the kernel ends at
+    its build tree, said in one line, never as an error inside nvcc-opt."""
+    monkeypatch.delenv("NVCC_OPT_STORE", raising=False)
+    (prepared / "build-nvcc-opt").mkdir(exist_ok=True)
+    options = Options(
+        prepared, "search", tmp_path / "r", runs=1, only=("Apps_PRESSURE",), timeout_s=300,
+        nvcc_opt=(exe,),
+    )  # fmt: skip
+    report = run_protocol(options, lambda _: None)
+    (row,) = [r for r in report.rows if r.region == "Apps_PRESSURE"]
+    assert row.verdict.endswith("build-nvcc-opt/CMakeCache.txt: No such file or directory")
+    assert "internal error" not in row.verdict and "ValueError" not in row.verdict
+
+
 def test_protocol_runs_one_kernel_run_per_gpu_at_once(
     prepared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
