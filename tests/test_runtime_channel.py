@@ -26,6 +26,7 @@ state_allocation a0 00007f2fca000000 67108864 float 3 smooth(float const*, float
 state_allocation a1 00007f2fc2000000 67108864 float 5 smooth(float const*, float*) parameter 2
 state_call_ns 1 67872
 state_call_ns 2 67424
+state_late_ns 26891
 state_digest call 1 a0 ac115aaf5e77312d ac115aaf5e77312d
 state_digest call 1 a1 dc0b0234a39d0383 d9f4bdb0714c585f
 state_compare call 2 a1 differing 16777216 of 16777216 first 0 0.5 0.61 worst 0.2 unwritten 1
@@ -50,7 +51,7 @@ def test_a_report_reads_back() -> None:
     assert state is not None and state.calls == 401
     assert [(a.type, a.ordinal) for a in state.allocations] == [("float", 3), ("float", 5)]
     assert state.allocations[1].seen == "smooth(float const*, float*) parameter 2"
-    assert state.call_ns == (67872, 67424)
+    assert state.call_ns == (67872, 67424) and state.late_ns == 26891
     assert state.digests[(1, 1)] == ("dc0b0234a39d0383", "d9f4bdb0714c585f")
     (c,) = state.compares
     assert (c.call, c.index, c.differing, c.elements, c.unwritten) == (
@@ -63,6 +64,11 @@ def test_a_report_reads_back() -> None:
     assert (c.expected, c.got) == (0.5, 0.61)
     assert state.touched == ((2, 0),)
     assert state.problems == ("state_extra 00007f2fd0000000 4096",)
+
+
+def test_the_state_check_knows_how_many_calls_the_channel_times_one_by_one() -> None:
+    source = (Path(build.__file__).with_name("channel.cpp")).read_text()
+    assert f"constexpr int kMaxEpisodesTimed = {state.PER_CALL_TIMES};" in source
 
 
 def test_a_report_without_its_end_line_is_incomplete(tmp_path: Path) -> None:

@@ -126,6 +126,37 @@ def test_calls_that_get_faster_when_inputs_repeat(config) -> None:  # type: igno
     assert honest[0] == []
 
 
+def _late(calls: int, fast_from: int, fast: int = 30_000, every: int = 1) -> State:
+    """401-call runs timed as the channel reports them: calls 1..256 one by one, the rest as one
+    sum; calls from `fast_from` on take `fast` ns (each `every`-th of them)."""
+    times = [68_000 if c < fast_from or (c - fast_from) % every else fast for c in range(1, 402)]
+    return replace(state(calls=calls, call_ns=tuple(times[:256])), late_ns=sum(times[256:]))
+
+
+def test_calls_that_get_faster_late_in_the_run_or_only_some_of_them(config) -> None:  # type: ignore[no-untyped-def]
+    """The median of calls K+1..64 sees neither a candidate that skips from call 100 on nor one
+    that skips every third repeated call; the mean of every call after the last change sees both
+    (the original here keeps its pace to the end)."""
+    for cand in (_late(401, 100), _late(401, 5, fast=2_000, every=3)):
+        found, _ = decide(config, run(cand), run(_late(401, 402)))
+        assert len(found) == 1, found
+        assert found[0].startswith("state: over the 398 calls after its inputs stopped changing")
+        assert "work is skipped on repeated inputs, in some calls or late in the run" in found[0]
+    honest = decide(config, run(_late(401, 402, fast=0)), run(_late(401, 402)))
+    assert honest[0] == []
+
+
+def test_the_late_calls_rule_needs_every_calls_time(config) -> None:  # type: ignore[no-untyped-def]
+    """A run whose per-call times stop short (records lost) or whose channel did not see the
+    process end gets no verdict from the mean: it could not be taken over the same calls."""
+    short = replace(_late(401, 100), call_ns=_late(401, 100).call_ns[:200])
+    assert decide(config, run(short), run(_late(401, 402)))[0] == []
+    incomplete = run(_late(401, 100))
+    channel = Report((Process("channel-7.txt", False, (), state=_late(401, 100)),))
+    incomplete = replace(incomplete, observed=Observed(1.0, channel))
+    assert decide(config, incomplete, run(_late(401, 402)))[0] == []
+
+
 def test_no_record_is_a_note(config) -> None:  # type: ignore[no-untyped-def]
     notes: list[str] = []
     empty = Run(completed(0), RunOutput(0, "", "", {}), 0.3, Observed(1.0, Report()))

@@ -127,6 +127,7 @@ struct State {
     std::vector<bool> pre_known;
     std::unordered_map<uint32_t, int> call_of_correlation;
     std::vector<uint64_t> call_ns;  // region GPU time of calls 1..kMaxEpisodesTimed
+    uint64_t late_ns = 0;  // and of every later call, together
     std::vector<std::string> lines;  // results, written with the channel file
 } g_state;
 
@@ -685,6 +686,8 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
                     g_state.call_ns.resize(call->second, 0);
                 }
                 g_state.call_ns[call->second - 1] += ns;
+            } else if (call != g_state.call_of_correlation.end()) {
+                g_state.late_ns += ns;
             }
         } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
             auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(record);
@@ -731,6 +734,7 @@ void write_results()
         for (size_t i = 0; i < s.call_ns.size(); ++i) {
             std::fprintf(f, "state_call_ns %zu %llu\n", i + 1, (unsigned long long)s.call_ns[i]);
         }
+        std::fprintf(f, "state_late_ns %llu\n", (unsigned long long)s.late_ns);
         for (const std::string& line : s.lines) {
             std::fprintf(f, "%s\n", line.c_str());
         }

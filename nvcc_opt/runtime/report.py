@@ -3,11 +3,12 @@ for `read`.
 
 Lines (see channel.cpp): `kernel LAUNCHES NS BASE MANGLED`, `memcpy COUNT NS`, `memset COUNT NS`,
 `note TEXT`, and in a state run `state_calls N`, `state_allocation aI BASEHEX SIZE TYPE ORDINAL
-SEEN...` (ORDINAL: the process's how-many-th allocation, -1 unknown),
-`state_call_ns CALL NS`, `state_digest call C aI PRE POST`, `state_compare call C aI differing D
-of N first I B C worst W unwritten U`, `state_touched call C aI`, and problems (`state_error`,
-`state_extra`, `state_layout`, `state_missing`). The last line `end` is written at exit: a file
-without it (or no file) means the process did not end through exit() with the channel intact.
+SEEN...` (ORDINAL: the process's how-many-th allocation, -1 unknown), `state_call_ns CALL NS`,
+`state_late_ns NS` (the calls after the last CALL, together), `state_digest call C aI PRE POST`,
+`state_compare call C aI differing D of N first I B C worst W unwritten U`, `state_touched call C
+aI`, and problems (`state_error`, `state_extra`, `state_layout`, `state_missing`). The last line
+`end` is written at exit: a file without it (or no file) means the process did not end through
+exit() with the channel intact.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class State:
     compares: tuple[Compare, ...]
     touched: tuple[tuple[int, int], ...]  # (call, allocation) changed though the record's was not
     problems: tuple[str, ...]
+    late_ns: int = 0  # region GPU time of the calls after those of call_ns, together
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,7 @@ def _state(lines: list[list[str]]) -> State:
     calls = 0
     allocations: list[Allocation] = []
     call_ns: dict[int, int] = {}
+    late_ns = 0
     digests: dict[tuple[int, int], tuple[str, str]] = {}
     compares: list[Compare] = []
     touched: list[tuple[int, int]] = []
@@ -167,6 +170,8 @@ def _state(lines: list[list[str]]) -> State:
             )
         elif kind == "state_call_ns":
             call_ns[int(words[1])] = int(words[2])
+        elif kind == "state_late_ns":
+            late_ns = int(words[1])
         elif kind == "state_digest":  # state_digest call C aI PRE POST
             digests[(int(words[2]), _index(words[3]))] = (words[4], words[5])
         elif (
@@ -198,4 +203,5 @@ def _state(lines: list[list[str]]) -> State:
         tuple(compares),
         tuple(touched),
         tuple(problems),
+        late_ns,
     )
