@@ -17,7 +17,7 @@
 #   gputests  `pytest -m gpu` on GPU_TESTS (default: tests/test_runtime_channel.py), with a JUnit
 #            report;
 #   redteam  tests/test_redteam_gpu.py on WORKERS (8) pytest-xdist workers, every verdict in
-#            redteam.json (as gpu_verify.sh's);
+#            redteam.json (as gpu_verify.sh's); REDTEAM_K: a pytest -k expression (a subset);
 #   rajaperf-build  issue 18: .rajaperf (a carried checkout: scripts/rajaperf_from_mirrors.sh)
 #            copied, `integration.rajaperf prepare`d and built through the launcher;
 #   rajaperf `integration.rajaperf protocol` on it: RAJAPERF_ONLY (kernels; default all),

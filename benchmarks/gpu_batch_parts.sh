@@ -70,7 +70,7 @@ run_part() {
     ;;
   redteam)  # the run-time red team through the whole final verification, WORKERS at once
     part redteam "NVCC_OPT_REDTEAM_REPORT=$R/redteam.json python3 -m pytest -q -p no:cacheprovider -m gpu \
-      -n ${WORKERS:-8} tests/test_redteam_gpu.py -rfE -o junit_family=xunit2 --junitxml=$R/redteam.xml; rc=\$?; \
+      -n ${WORKERS:-8} ${REDTEAM_K:+-k \"$REDTEAM_K\"} tests/test_redteam_gpu.py -rfE -o junit_family=xunit2 --junitxml=$R/redteam.xml; rc=\$?; \
       python3 -c 'import glob, json, os, sys
 rows = [r for f in sorted(glob.glob(sys.argv[1] + \".gw*\")) for r in json.load(open(f))]
 json.dump(sorted(rows, key=lambda r: r[\"file\"]), open(sys.argv[1], \"w\"), indent=1)
