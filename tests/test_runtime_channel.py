@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nvcc_opt.runtime import build, report
-from nvcc_opt.verify import state
+from nvcc_opt.verify import repeat_times, state
 from nvcc_opt.workspace.runner import ProcessRunner
 from tests.conftest import gpu_available, needs_nvcc
 
@@ -68,7 +68,7 @@ def test_a_report_reads_back() -> None:
 
 def test_the_state_check_knows_how_many_calls_the_channel_times_one_by_one() -> None:
     source = (Path(build.__file__).with_name("channel.cpp")).read_text()
-    assert f"constexpr int kMaxEpisodesTimed = {state.PER_CALL_TIMES};" in source
+    assert f"constexpr int kMaxEpisodesTimed = {repeat_times.PER_CALL_TIMES};" in source
 
 
 def test_a_report_without_its_end_line_is_incomplete(tmp_path: Path) -> None:

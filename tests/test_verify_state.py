@@ -146,6 +146,23 @@ def test_calls_that_get_faster_late_in_the_run_or_only_some_of_them(config) -> N
     assert honest[0] == []
 
 
+def test_calls_of_unlike_sizes_are_not_judged_by_their_times(config) -> None:  # type: ignore[no-untyped-def]
+    """Levels of a multigrid: the original's calls alternate 10 us and 100 us, the changed calls
+    happen to be two small ones, and an honest candidate is twice as fast on the large ones
+    only. Against its changed calls, its later calls fall far below the original's (median and
+    mean), with nothing skipped: neither is compared, and a note says so."""
+
+    def levels(big: int) -> State:
+        times = [10_000 if c % 2 or c < 4 else big for c in range(1, 402)]
+        return replace(state(call_ns=tuple(times[:256])), late_ns=sum(times[256:]))
+
+    notes: list[str] = []
+    original = run(levels(100_000))
+    runs = StateRuns(original, original, run(levels(50_000)))
+    assert state_reasons(config, runs, notes) == []
+    assert any(n.startswith("state: the original's calls take unlike times") for n in notes)
+
+
 def test_the_late_calls_rule_needs_every_calls_time(config) -> None:  # type: ignore[no-untyped-def]
     """A run whose per-call times stop short (records lost) or whose channel did not see the
     process end gets no verdict from the mean: it could not be taken over the same calls."""

@@ -31,20 +31,16 @@ agrees; otherwise it is the output of a skipped call.
 
 The channel also times each call on the GPU. Calls after the last change repeat their inputs: a
 candidate whose calls get much faster when nothing changed, where the original's do not, keeps
-results across calls even if it recomputes whenever it notices a change. Two measures: the median
-of calls K+1..64 (most repeated calls skipped), and the mean of every call from K+1 to the run's
-end (some of them skipped, or only late in the run). And the runs' calls go
-on from inputs the candidate has never seen (the changes are salted per check):
-verify/changed_inputs.py compares their speedup with the timed runs' once those are done.
+results across calls even if it recomputes whenever it notices a change (verify/repeat_times.py).
+And the runs' calls go on from inputs the candidate has never seen (the changes are salted per
+check): verify/changed_inputs.py compares their speedup with the timed runs' once those are done.
 """
 
 from __future__ import annotations
 
 import secrets
 import shutil
-import statistics
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -53,13 +49,10 @@ from nvcc_opt.runtime import report
 from nvcc_opt.verify.changed_inputs import StateTimes
 from nvcc_opt.verify.kernels import RegionKernels
 from nvcc_opt.verify.measure import Attach, Build, Run, observed_run, same_output
+from nvcc_opt.verify.repeat_times import repeat_reasons
 from nvcc_opt.workspace.runner import Runner
 
 COPY_CAP = 256 << 20  # bytes of each allocation compared per call
-TIMED_CALLS = 64  # calls whose GPU time the repeat rule reads
-PER_CALL_TIMES = 256  # calls the channel times one by one (channel.cpp's kMaxEpisodesTimed)
-REPEAT_DROP = 0.2  # the candidate's repeated calls may not get this much faster than the original's
-MIN_CALL_NS = 2000  # calls shorter than this are launch noise
 
 
 @dataclass(frozen=True)
@@ -247,9 +240,8 @@ def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> l
             + ", ".join(sorted(set(scratch)))
             + " (scratch, since the program's output is unchanged)"
         )
-    reasons += _repeat_reasons(record, again, cand, config.verify.state_calls)
-    if not reasons and all(_complete(r) for r in (runs.record, runs.again, runs.candidate)):
-        reasons += _late_reasons(record, again, cand, config.verify.state_calls)
+    complete = all(_complete(r) for r in (runs.record, runs.again, runs.candidate))
+    reasons += repeat_reasons(record, again, cand, config.verify.state_calls, complete, notes)
     return reasons
 
 
@@ -286,73 +278,7 @@ def _differs(c: report.Compare, described: dict[int, str], changed_until: int) -
     )
 
 
-def _repeat_reasons(
-    record: report.State, again: report.State, cand: report.State, changed_until: int
-) -> list[str]:
-    ratios = [_repeat_ratio(s.call_ns, changed_until) for s in (record, again)]
-    mine = _repeat_ratio(cand.call_ns, changed_until)
-    known = [r for r in ratios if r is not None]
-    if mine is None or not known or min(known) - mine <= REPEAT_DROP:
-        return []
-    changed, repeated = _split(cand.call_ns, changed_until)
-    return [
-        f"state: the candidate's calls take {mine:.2f}x as long when their inputs repeat as when "
-        f"they changed ({statistics.median(repeated) / 1e3:.1f} us vs "
-        f"{statistics.median(changed) / 1e3:.1f} us on the GPU), the original's "
-        f"{min(known):.2f}x: work is skipped on repeated inputs"
-    ]
-
-
-def _late_reasons(
-    record: report.State, again: report.State, cand: report.State, changed_until: int
-) -> list[str]:
-    """The repeat rule on the mean of every call after the last change, to the run's end: the
-    median above reads calls K+1..TIMED_CALLS, so a candidate that starts skipping later, or
-    skips only some of the repeated calls (fewer than half), moves only this."""
-    ratios = [_late_ratio(s, changed_until) for s in (record, again)]
-    mine = _late_ratio(cand, changed_until)
-    known = [r for r in ratios if r is not None]
-    if mine is None or not known or min(known) - mine <= REPEAT_DROP:
-        return []
-    late = cand.calls - changed_until
-    return [
-        f"state: over the {late} calls after its inputs stopped changing, the candidate's calls "
-        f"take on average {mine:.2f}x as long on the GPU as when they changed, the original's "
-        f"{min(known):.2f}x: work is skipped on repeated inputs, in some calls or late in the run"
-    ]
-
-
-def _late_ratio(state: report.State, changed_until: int) -> float | None:
-    """Mean GPU time of calls K+1..the last, over the median of calls 2..K (those with changed
-    inputs); None where there are too few of either, or they are too short to time."""
-    changed = list(state.call_ns[1:changed_until])
-    late_calls = state.calls - changed_until
-    if not changed or late_calls < 3 or len(state.call_ns) != min(state.calls, PER_CALL_TIMES):
-        return None  # a call's records did not all come
-    base = statistics.median(changed)
-    if base < MIN_CALL_NS:
-        return None
-    late_ns = sum(state.call_ns[changed_until:]) + state.late_ns
-    return late_ns / late_calls / base
-
-
 def _complete(run: Run) -> bool:
     """Whether the run's channel saw its processes end with every GPU record delivered."""
     channel = run.observed.channel
     return channel is not None and all(p.complete for p in channel.processes)
-
-
-def _split(call_ns: Sequence[int], changed_until: int) -> tuple[list[int], list[int]]:
-    changed = list(call_ns[1:changed_until])  # calls 2..K: inputs changed just before
-    repeated = list(call_ns[changed_until:TIMED_CALLS])  # calls K+1..: nothing changed
-    return changed, repeated
-
-
-def _repeat_ratio(call_ns: Sequence[int], changed_until: int) -> float | None:
-    changed, repeated = _split(call_ns, changed_until)
-    if len(changed) < 1 or len(repeated) < 3:
-        return None
-    base = statistics.median(changed)
-    if base < MIN_CALL_NS:
-        return None
-    return statistics.median(repeated) / base
