@@ -157,7 +157,7 @@ def optimize_region(
         )
         prompt = build(
             region,
-            project_root=config.root,
+            project_root=config.source_root,
             baseline_ms=base_ms,
             gpu=final.machine(runner).split(" / ", 1)[-1],
             compile_target=_target(store, region),

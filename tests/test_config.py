@@ -152,6 +152,29 @@ def test_renders_commands_per_argument(tmp_path: Path) -> None:
     assert config.time.seconds(250.0) == pytest.approx(250e-6)
 
 
+def test_settings_kept_apart_from_the_sources_name_them(tmp_path: Path) -> None:
+    """`source`: one settings folder per kernel inside the checkout, as the RAJAPerf integration
+    writes them; {source} and the file tools' folder are the checkout, not the settings'."""
+    checkout = tmp_path / "checkout"
+    settings = checkout / ".settings" / "kernel_a"
+    (checkout / "build").mkdir(parents=True)
+    settings.mkdir(parents=True)
+    toml = settings / "nvcc-opt.toml"
+    toml.write_text(
+        'source = "../.."\n[build]\ndir = "../../build"\ncommand = "make -C {source}"\n'
+        '[run]\ncommand = "{source}/run.sh"\n'
+    )
+    config = load(settings)
+    assert config.source_root == checkout and config.root == settings.resolve()
+    assert config.render_build(config.build_dir) == ["make", "-C", str(checkout)]
+    assert config.render_run(config.build_dir, "0", tmp_path) == [f"{checkout}/run.sh"]
+    (checkout / "nvcc-opt.toml").write_text('[build]\ndir = "build"\n')
+    assert load(checkout).source_root == checkout.resolve()  # the default: its own folder
+    toml.write_text('store = "s.db"\nsource = "../missing"\n[build]\ndir = "../../build"\n')
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(toml))}:2: source: .*missing is not"):
+        load(settings)
+
+
 def test_defaults_use_the_one_build_tree(tmp_path: Path) -> None:
     root = tmp_path / "proj"
     _cache(root / "cmake-build-release", root)

@@ -5,7 +5,10 @@ compile, the CUDA 13 fixes included (without them the fixture does not compile w
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ import pytest
 from integration.rajaperf import build as building
 from integration.rajaperf.ledger import Ledger
 from integration.rajaperf.prepare import prepare, tagged_kernels, unprepare
+from integration.rajaperf.protocol import Options, run_protocol
 from tests.conftest import nvcc_available
 
 FIXTURE = Path(__file__).parent / "fixtures" / "rajaperf" / "checkout"
@@ -70,3 +74,43 @@ def test_the_cuda_include_folder_is_found_behind_a_wrapper_script(tmp_path: Path
     found = building.nvcc_include(str(wrapper))
     assert found is not None and (found / "cuda_runtime_api.h").is_file()
     assert not str(found).startswith(str(tmp_path))
+
+
+def test_the_protocol_runs_the_real_optimize_through_the_real_build(
+    tmp_path: Path, exe: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rehearsal of the GPU run with nothing faked but the driver: the fixture prepared,
+    configured and built through the launcher (its raja-perf.exe a script that writes the
+    driver's reports, FAKE_DRIVER), then the protocol's real `nvcc-opt optimize` with the search
+    policy on one kernel: the kernel's own settings are read, its file tools see the checkout,
+    compiler_analysis reads the tagged kernels, benchmark_code builds and runs candidates, and
+    the run ends with a verdict, not an error."""
+    monkeypatch.delenv("NVCC_OPT_STORE", raising=False)  # the checkout's settings name it
+    monkeypatch.delenv("NVCC_OPT_ACTIVE", raising=False)
+    root = tmp_path / "RAJAPerf"
+    shutil.copytree(FIXTURE, root)
+    driver = tmp_path / "raja-perf.exe"
+    source = FIXTURE.parent / "fake_raja_perf.py"
+    driver.write_text(f"#!{sys.executable}\n{source.read_text()}")
+    driver.chmod(0o755)
+    build = root / "build-nvcc-opt"
+    prepare(root, build)
+    configure = [*building.configure_command(root, build, exe), f"-DFAKE_DRIVER={driver}"]
+    subprocess.run(configure, check=True, capture_output=True)
+    building.check_kernels(root, build, tagged_kernels(root), lambda _: None)
+    subprocess.run(["cmake", "--build", build, "--target", "raja-perf.exe"], check=True,
+                   capture_output=True)  # fmt: skip
+    options = Options(
+        root, "search?budget_s=20", tmp_path / "out", runs=1, only=("Apps_PRESSURE",),
+        timeout_s=300, nvcc_opt=(exe,),
+    )  # fmt: skip
+    report = run_protocol(options, lambda _: None)
+    (row,) = [r for r in report.rows if r.region == "Apps_PRESSURE"]
+    assert row.errors == 0 and row.baseline_ms is not None and row.baseline_ms > 0, row.verdict
+    kept = json.loads((tmp_path / "out" / "runs" / "Apps_PRESSURE" / "run-1.json").read_text())
+    calls = [c for s in json.loads(Path(kept["trace"]).read_text())["steps"] for c in s["calls"]]
+    said = {c["name"]: str(c.get("result") or c.get("error")) for c in calls}
+    assert "kernel pressurecalc1" in said["compiler_analysis"]
+    assert said["benchmark_code"].startswith("compiled: yes\ncorrect: yes\nbaseline: median")
+    if "search" in said:  # the checkout, not the settings' folder
+        assert "files searched" in said["search"] and "under '.'" in said["search"]

@@ -93,7 +93,7 @@ def prepare(
             tuning = chosen.get(kernel.full_name) or chosen[kernel.name]
             kernel = Kernel(kernel.group, kernel.name, kernel.tolerance, tuning)
         folder = kernel_folder(root, kernel)
-        toml = render(kernel, folder, build.resolve(), store, python)
+        toml = render(kernel, folder, build.resolve(), store, python, root)
         ledger.write(folder / CONFIG_NAME, toml, "file", f"{kernel.full_name} settings")
         result.tagged[kernel.full_name] = where
     record_not_tagged(ledger, result.not_tagged)

@@ -3,10 +3,11 @@ through drive.py, time from the driver's timing report, check its checksum (pure
 
 The files live in `<checkout>/.nvcc-opt-rajaperf/kernels/<Group_KERNEL>/nvcc-opt.toml` and are
 given to `nvcc-opt optimize --root` that folder; paths in them are relative to it where nvcc-opt
-reads them so (the build tree, the store), absolute where a program must be found (python,
-drive.py). Fresh inputs in the final verification: other problem sizes (`--sizefact`), which the
-driver fills with its own data, and fewer repetitions (state kept across repetitions would
-show); the sanitizer runs a small size with few repetitions.
+reads them so (the build tree, the store, `source`: the checkout, which the model's file tools
+see), absolute where a program must be found (python, drive.py). Fresh inputs in the final
+verification: other problem sizes (`--sizefact`), which the driver fills with its own data, and
+fewer repetitions (state kept across repetitions would show); the sanitizer runs a small size
+with few repetitions.
 """
 
 from __future__ import annotations
@@ -33,13 +34,16 @@ def _list(values: tuple[str, ...] | list[str]) -> str:
     return "[" + ", ".join(_q(v) for v in values) + "]"
 
 
-def render(kernel: Kernel, folder: Path, build: Path, store: Path, python: str) -> str:
-    """The nvcc-opt.toml of `kernel`, to be written in `folder`; ValueError for a kernel without
-    a Base_CUDA variant."""
+def render(
+    kernel: Kernel, folder: Path, build: Path, store: Path, python: str, checkout: Path
+) -> str:
+    """The nvcc-opt.toml of `kernel`, to be written in `folder` of `checkout`; ValueError for a
+    kernel without a Base_CUDA variant."""
     if kernel.tuning is None:
         raise ValueError(f"{kernel.full_name} has no Base_CUDA variant: nothing to optimize")
     rel_build = os.path.relpath(build, folder)
     rel_store = os.path.relpath(store, folder)
+    rel_checkout = os.path.relpath(checkout, folder)
     run = [
         python, str(DRIVE), "--exe", "{build}/" + DRIVER, "--kernel", kernel.full_name,
         "--variant", "Base_CUDA", "--tuning", kernel.tuning, "--outdir", "{work}/out",
@@ -51,6 +55,8 @@ def render(kernel: Kernel, folder: Path, build: Path, store: Path, python: str) 
 # nvcc-opt settings for RAJAPerf's {kernel.full_name}, Base_CUDA tuning {kernel.tuning}
 # (written by integration/rajaperf prepare; removed by unprepare).
 store = {_q(rel_store)}
+# the checkout: the model's file tools see it, and runs may not write in it
+source = {_q(rel_checkout)}
 
 [build]
 dir = {_q(rel_build)}

@@ -156,7 +156,8 @@ class BuildConfig(Section):
     command: BuildCommand = Field(
         default=("cmake", "--build", "{build}"),
         description="Builds a tree: a string (split like a shell would, never run by one) or a "
-        "list. {build} is the tree being built (yours or a private copy), {source} this folder.",
+        "list. {build} is the tree being built (yours or a private copy), {source} the source"
+        " folder (`source`, else this folder).",
         examples=["cmake --build {build} --target app"],
     )
     timeout_s: float = Field(default=1800.0, gt=0, description="Seconds before a build is stopped.")
@@ -166,7 +167,7 @@ class RunConfig(Section):
     command: RunCommand | None = Field(
         default=None,
         description="Runs the application once: your own run script, with {build} (the tree "
-        "built), {source} (this folder), {gpu} (the run's GPU) or {work} (a scratch folder "
+        "built), {source} (the source folder), {gpu} (the run's GPU) or {work} (a scratch folder "
         "private to the run). A relative program path is relative to cwd.",
         examples=["./run.sh {build}"],
     )
@@ -365,6 +366,13 @@ class Settings(Section):
     store: Annotated[str, AfterValidator(_not_blank)] | None = Field(
         default=None,
         description="The store database, relative to this file (read by the build too).",
+    )
+    source: Annotated[str, AfterValidator(_not_blank)] | None = Field(
+        default=None,
+        description="The project's source folder, relative to this file (default: this file's"
+        " folder): the model's file tools see it, region paths are shown relative to it, runs"
+        " may not write in it, and {source} names it. For settings kept apart from the sources,"
+        ' e.g. source = "../..".',
     )
     build: BuildConfig = Field(default=BuildConfig(), description="How the application is built.")
     run: RunConfig = Field(default=RunConfig(), description="How the application is run.")

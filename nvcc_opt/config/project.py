@@ -38,6 +38,13 @@ class ProjectConfig(Settings):
         return Path(os.path.normpath(self.root / os.path.expanduser(self.build.dir)))
 
     @property
+    def source_root(self) -> Path:
+        """The project's source folder (the `source` key, else the root), absolute."""
+        if self.source is None:
+            return self.root
+        return Path(os.path.normpath(self.root / os.path.expanduser(self.source)))
+
+    @property
     def store_path(self) -> Path | None:
         """The `store` key, absolute (the build finds it through paths.store_path)."""
         return (
@@ -46,7 +53,8 @@ class ProjectConfig(Settings):
 
     def render_build(self, build_dir: Path) -> list[str]:
         """The build command for `build_dir` (the user's tree or a private one)."""
-        return render(self.build.command, {"build": str(build_dir), "source": str(self.root)})
+        values = {"build": str(build_dir), "source": str(self.source_root)}
+        return render(self.build.command, values)
 
     def check_run_command(self) -> tuple[str, ...]:
         """The [run] command's words; ConfigError naming this file when it is not set."""
@@ -82,7 +90,7 @@ class ProjectConfig(Settings):
         return Path(os.path.normpath(self.run_cwd(build_dir, gpu, work) / rendered))
 
     def _values(self, build_dir: Path, gpu: str, work: Path | None) -> dict[str, str]:
-        values = {"build": str(build_dir), "source": str(self.root), "gpu": gpu}
+        values = {"build": str(build_dir), "source": str(self.source_root), "gpu": gpu}
         if work is not None:
             values["work"] = str(work)
         return values
@@ -131,6 +139,12 @@ def load(root: Path) -> ProjectConfig:
     except ValidationError as exc:
         raise ConfigError(describe(file, text, prefix, exc, Settings)) from exc
     config = _project(settings, root, file)
+    if not config.source_root.is_dir():
+        line = line_of(text, (*prefix, "source"))
+        raise ConfigError(
+            f"{file}:{line}: source: {config.source_root} is not a folder; name the project's "
+            "source folder, relative to this file"
+        )
     if not config.build_dir.is_dir():
         line = line_of(text, (*prefix, "build", "dir"))
         raise ConfigError(

@@ -94,11 +94,15 @@ def render(found: Found) -> str:
     lines = [
         "# nvcc-opt project configuration, written by `nvcc-opt init`; every key is optional.",
         "# Placeholders in commands and paths: {build} the build tree in use (yours, or a private",
-        "# copy nvcc-opt configures), {source} this folder, {gpu} the run's GPU, {work} a scratch",
-        "# folder private to one run. `nvcc-opt init --force` rewrites this file.",
+        "# copy nvcc-opt configures), {source} the source folder (`source`, else this folder),",
+        "# {gpu} the run's GPU, {work} a scratch folder private to one run.",
+        "# `nvcc-opt init --force` rewrites this file.",
         "",
         *_comment(_field_help(Settings, "store")),
         f"# store = {_toml('.nvcc-opt/store.db')}",
+        "",
+        *_comment(_field_help(Settings, "source")),
+        f"# source = {_toml('.')}",
     ]
     for name, field in Settings.model_fields.items():
         section = field.annotation

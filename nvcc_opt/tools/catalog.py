@@ -129,7 +129,7 @@ def open_catalog(
     gpu = config.gpu.devices[0] if config is not None else None
     workdir = Path(tempfile.mkdtemp(prefix="nvcc-opt-microbench-"))
     microbench = Microbench(runner, workdir, gpu=gpu)
-    files = ProjectFiles(root)
+    files = ProjectFiles(config.source_root if config is not None else root)
     if region is None or config is None:
         return Catalog(Toolbox.from_objects(microbench, files), files, microbench, None)
     bench = Benchmark(config, region, runner, launcher or launcher_path(), label=label)

@@ -65,7 +65,7 @@ def _prompt(
     target = architectures.read(problem.config.build_dir).values
     prompt = build(
         problem.region,
-        project_root=problem.root,
+        project_root=problem.config.source_root,
         baseline_ms=baseline,
         gpu=gpu,
         compile_target=",".join(f"sm_{a}" for a in target) or "unknown",
