@@ -22,11 +22,13 @@ from nvcc_opt.search.launches import (
     statement,
     type_aliases,
 )
+from nvcc_opt.search.pointer_aliases import alias_parameters, expand, pointer_aliases
 from nvcc_opt.search.signatures import merge, readonly_params, signature_text
 from nvcc_opt.search.steps import Call, Step
 
 LAUNCH_LINES = 8  # a launch written over several lines: how many file_viewer shows from its first
 ALIAS_ROUNDS = 3  # searches for an element type's typedef: an alias of an alias of a builtin
+MAX_TYPE_NAMES = 6  # type names of kernel parameters looked up as possible pointer types
 MAX_HELPERS = 8  # helpers whose declarations are looked up
 MAX_DECLARATIONS = 3  # declarations read per helper (a prototype, a definition, an overload)
 SIGNATURE_LINES = 16
@@ -46,10 +48,13 @@ def gather(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[
             if any(launch.kernel == kernel.name for launch in found) or not room():
                 continue
             seen = yield Call(
-                "search", {"pattern": f"{kernel.name}<<<"}, f"Finding where {kernel.name} runs."
+                "search",
+                {"pattern": _launched(kernel.name), "regex": True},
+                f"Finding where {kernel.name} runs.",
             )
             for path, number, line in search_hits(seen):
-                if not _launches(line) and "file_viewer" in offered and room():
+                complete = ";" in line  # a statement on one line: nothing more to read
+                if not _launches(line) and not complete and "file_viewer" in offered and room():
                     window = yield Call(
                         "file_viewer",
                         {"path": path, "start": number, "end": number + LAUNCH_LINES - 1},
@@ -67,10 +72,13 @@ def gather(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[
             )
             for name, value in definitions("\n".join(search_lines(seen))).items():
                 names.setdefault(name, value)
-    types = type_aliases(code)
+    pointers, types, asked = pointer_aliases(code), type_aliases(code), set[str]()
     if "search" in offered:
-        types = yield from _aliases(kernels, types, room)
-    facts = facts_from(code, found, names, types)
+        pointers, types = yield from _pointer_aliases(code, pointers, types, asked, room)
+    spelled = expand(code, pointers)  # what the transforms will see
+    if "search" in offered:
+        types = yield from _aliases(Source(spelled).kernels(), types, room, asked)
+    facts = replace(facts_from(spelled, found, names, types), pointer_aliases=pointers)
     if "search" not in offered or "file_viewer" not in offered:
         return facts
     params = yield from _helper_params(source, kernels, dict(facts.readonly_params), room)
@@ -136,12 +144,11 @@ def _declares(line: str, name: str) -> bool:
 
 
 def _aliases(
-    kernels: list[Kernel], types: dict[str, str], room: Callable[[], bool]
+    kernels: list[Kernel], types: dict[str, str], room: Callable[[], bool], asked: set[str]
 ) -> Generator[Step, str, dict[str, str]]:
     """Pointer element types that are aliases (`Real_t`), resolved through `search` for their
     `typedef`/`using`, alias of alias included (a few rounds); one defined differently in two
     places (a precision switch) stays unresolved."""
-    asked: set[str] = set()
     for _ in range(ALIAS_ROUNDS):
         wanted = {
             w
@@ -158,12 +165,46 @@ def _aliases(
             asked.add(word)
             if not room():
                 return types
-            pattern = rf"(typedef\s[^;]*\b{word}\s*;)|(using\s+{word}\s*=)"
             seen = yield Call(
-                "search", {"pattern": pattern, "regex": True}, f"Finding what type {word} is."
+                "search",
+                {"pattern": _definition(word), "regex": True},
+                f"Finding what type {word} is.",
             )
             types = type_aliases("\n".join(search_lines(seen)), types)
     return types
+
+
+def _pointer_aliases(
+    code: str,
+    pointers: dict[str, str],
+    types: dict[str, str],
+    asked: set[str],
+    room: Callable[[], bool],
+) -> Generator[Step, str, tuple[dict[str, str], dict[str, str]]]:
+    """The pointer types behind the names kernel parameters are declared with (`Real_ptr a`),
+    from their `using`/`typedef` found with `search` (pointer_aliases.py); a name that turns out
+    to be a builtin type's alias is kept with `types` (and each name searched once: `asked`)."""
+    for word in sorted(alias_parameters(code) - set(pointers) - set(types))[:MAX_TYPE_NAMES]:
+        if not room():
+            break
+        asked.add(word)
+        seen = yield Call(
+            "search", {"pattern": _definition(word), "regex": True}, f"Finding what type {word} is."
+        )
+        lines = "\n".join(search_lines(seen))
+        pointers, types = pointer_aliases(lines, pointers), type_aliases(lines, types)
+    return pointers, types
+
+
+def _launched(kernel: str) -> str:
+    """A `search` pattern for the kernel's launches: `k<<<`, `k<256><<<`, and a launch helper's
+    first argument (`launch(k, grid, block, ...)`, `launch((k<256>), ...)`)."""
+    return rf"\b{kernel}\b\s*(<[^;()]*?>)?\s*(<<<|\)?\s*,)"
+
+
+def _definition(word: str) -> str:
+    """A `search` pattern for the `typedef` or `using` that defines the type name `word`."""
+    return rf"(typedef\s[^;]*\b{word}\s*;)|(using\s+{word}\s*=)"
 
 
 def _last_alias(word: str, types: dict[str, str]) -> str:

@@ -29,6 +29,8 @@ class Facts:
     types: Mapping[str, str] = field(default_factory=dict)  # typedef/using name -> builtin type
     # helper function -> the argument positions it cannot write through (signatures.py)
     readonly_params: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    # a type name kernels declare pointer parameters with -> its pointee (pointer_aliases.py)
+    pointer_aliases: Mapping[str, str] = field(default_factory=dict)
 
     def scalar(self, element: str) -> str:
         """A pointer's element type with `const`/`volatile` dropped and a type alias the policy

@@ -6,6 +6,7 @@ lines the `search` tool found elsewhere in the project (each parsed on its own).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -23,10 +24,21 @@ class Launch:
     kernel: str
     block: str  # the block-size expression as written
     args: tuple[str, ...]  # the kernel's arguments as written
+    # a launch helper's call: its arguments after the block size, the kernel's the last ones
+    # (helper(kernel, grid, block, shared, stream, a, b)); None: they cannot be told apart
+    through_helper: bool = False
+
+
+# A function that launches the kernel it is given first, then the grid and the block size:
+# cudaLaunchKernel, hipLaunchKernelGGL, RAJAPerf's RPlaunchCudaKernel, a code's own launch_k.
+HELPER = re.compile(r"(?i)launch")
+# Those that take the kernel's arguments as one array (void**), not one by one.
+ARRAY_ARGUMENTS = re.compile(r"^(cuda|cu|hip)Launch(Kernel|CooperativeKernel)(Ex)?$")
 
 
 def launches(code: str) -> list[Launch]:
-    """Every `kernel<<<grid, block, ...>>>(args)` in `code`."""
+    """Every `kernel<<<grid, block, ...>>>(args)` in `code`, and every call of a launch helper
+    (a function named for launching, given the kernel, the grid and the block size first)."""
     source = Source(code)
     found = []
     for node in walk(source.root):
@@ -35,7 +47,10 @@ def launches(code: str) -> list[Launch]:
         syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
         function = node.child_by_field_name("function")
         arguments = node.child_by_field_name("arguments")
-        if syntax is None or function is None or arguments is None:
+        if function is None or arguments is None:
+            continue
+        if syntax is None:
+            found += _helper_launch(source, function, arguments)
             continue
         if function.type == "template_function":
             function = function.child_by_field_name("name") or function
@@ -50,6 +65,24 @@ def launches(code: str) -> list[Launch]:
             )
         )
     return found
+
+
+def _helper_launch(
+    source: Source, function: tree_sitter.Node, arguments: tree_sitter.Node
+) -> list[Launch]:
+    name = source.text(function).rsplit("::", 1)[-1]
+    given = [a for a in arguments.named_children if a.type != "comment"]
+    if not HELPER.search(name) or len(given) < 3:
+        return []
+    kernel = given[0]
+    while kernel.type == "parenthesized_expression" and kernel.named_children:
+        kernel = kernel.named_children[0]
+    if kernel.type == "template_function":
+        kernel = kernel.child_by_field_name("name") or kernel
+    if kernel.type != "identifier":
+        return []
+    rest = () if ARRAY_ARGUMENTS.match(name) else tuple(source.text(a) for a in given[3:])
+    return [Launch(source.text(kernel), source.text(given[2]), rest, through_helper=True)]
 
 
 def definitions(code: str) -> dict[str, str]:
@@ -201,13 +234,19 @@ def statement(lines: Iterable[str]) -> str:
     return " ".join(taken)
 
 
-def aliased(launch: Launch, pointer_positions: Iterable[int]) -> bool:
-    """Whether two pointer parameters receive the same argument text in this launch."""
+def aliased(launch: Launch, pointer_positions: Iterable[int], params: int = 0) -> bool:
+    """Whether two pointer parameters (of a kernel of `params` parameters) receive the same
+    argument text in this launch; a launch whose arguments cannot be read counts as one."""
+    args = launch.args
+    if launch.through_helper:  # the kernel's arguments are the helper's last ones
+        if params == 0 or len(args) < params:
+            return True
+        args = args[len(args) - params :]
     seen: set[str] = set()
     for position in pointer_positions:
-        if position >= len(launch.args):
+        if position >= len(args):
             return True  # a launch we do not understand: assume the worst
-        text = "".join(launch.args[position].split())
+        text = "".join(args[position].split())
         if text in seen:
             return True
         seen.add(text)
@@ -313,9 +352,10 @@ def facts_from(
             if size is not None and size > 0:
                 block_sizes[kernel.name] = size
         positions = [kernel.params.index(p.name) for p in kernel.pointers]
-        if not any(aliased(launch, positions) for launch in mine) and not aliased_by_callers(
-            code, kernel.name, positions
-        ):
+        params = len(kernel.params)
+        if not any(
+            aliased(launch, positions, params) for launch in mine
+        ) and not aliased_by_callers(code, kernel.name, positions):
             no_alias.add(kernel.name)
     return Facts(
         block_sizes=block_sizes,

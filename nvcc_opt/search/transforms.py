@@ -33,6 +33,7 @@ from nvcc_opt.search import (
 )
 from nvcc_opt.search.conditionals import preserved
 from nvcc_opt.search.kernel_facts import Facts
+from nvcc_opt.search.pointer_aliases import expand
 
 __all__ = ["BY_NAME", "TRANSFORMS", "Facts", "Transform"]
 
@@ -53,13 +54,18 @@ class Transform:
 def _keeping_conditionals(
     rewrite: Callable[[str, Facts], str | None],
 ) -> Callable[[str, Facts], str | None]:
-    """`rewrite`, with any result that changes a preprocessor directive or a branch the parse
-    did not see dropped (conditionals.preserved), whichever way the transform built it."""
+    """`rewrite` on the region with its pointer type names spelled out (pointer_aliases.py),
+    with any result that changes nothing else, or changes a preprocessor directive or a branch
+    the parse did not see (conditionals.preserved), dropped, whichever way the transform built
+    it."""
 
     @functools.wraps(rewrite)
     def apply(code: str, facts: Facts) -> str | None:
-        new = rewrite(code, facts)
-        if new is None or not preserved(code.encode("utf-8"), new.encode("utf-8")):
+        spelled = expand(code, facts.pointer_aliases)
+        new = rewrite(spelled, facts)
+        if new is None or new == spelled:
+            return None
+        if not preserved(code.encode("utf-8"), new.encode("utf-8")):
             return None
         return new
 
