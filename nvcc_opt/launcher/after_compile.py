@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from nvcc_opt.launcher.prepare import Tagged
 
 NVCC_ENV = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
+BUSY = "database is locked"  # SQLite's SQLITE_BUSY, as the store's error carries it
 
 
 def suspect(tagged: Tagged, errors: str) -> None:
@@ -84,8 +85,14 @@ def record(tagged: Tagged, version: str) -> None:
     except fast.FastStoreError as exc:
         from nvcc_opt.launcher import once
 
+        if BUSY in str(exc):  # a passing lock: each compile it left out is named
+            notice(
+                f"could not record the compile of {job.source} in {tagged.store} ({exc}); its "
+                "regions reach the store when it is compiled again"
+            )
+            return
         message = f"could not record this compile in {tagged.store} ({exc})"
-        if once.first_time(message):
+        if once.first_time(message):  # a store this build cannot write: said once per build
             notice(message)
         return
     paths.mark(paths.seen_marker(tagged.store, key))  # the store may have been created just now
