@@ -250,6 +250,21 @@ def test_the_json_after_the_progress_lines() -> None:
     assert parse_optimize_output("[k] optimizing\nTraceback\n")[0] is None
 
 
+def test_a_failed_optimize_is_named_by_its_closing_error_line() -> None:
+    from nvcc_opt.bench.optimize_output import optimize_failure
+
+    stderr = (
+        "[k] src/k.cu:3: optimizing\n[k] tool call 3: error: nvcc failed\n"
+        "Error: cannot optimize the region: the original could not be run or timed here\n"
+    )
+    assert optimize_failure(stderr) == (
+        "Error: cannot optimize the region: the original could not be run or timed here"
+    )
+    assert optimize_failure("", "Traceback (most recent call last):\nKeyError: 'x'\n") == (
+        "KeyError: 'x'"
+    )
+
+
 def test_the_json_alone_on_stdout_and_the_progress_on_stderr() -> None:
     stderr = "[k] src/k.cu:3: optimizing\n[other] cannot optimize: no tree\n"
     results, cannot = parse_optimize_output('[\n {"region": "k"}\n]\n', stderr)

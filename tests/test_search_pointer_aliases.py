@@ -5,6 +5,8 @@ kernels of three shapes, each written here."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from nvcc_opt.search.kernel_facts import Facts
@@ -66,7 +68,8 @@ def test_pointer_type_names_are_read_from_using_and_typedef() -> None:
 def test_spelling_out_changes_only_bare_kernel_parameters() -> None:
     code = HEADER + "void host(Real_ptr p);\n" + STENCIL.replace("grid_t prev", "const grid_t prev")
     spelled = expand(code, POINTERS)
-    assert "__global__ void relax(float* next, const grid_t prev, int nx, int ny)" in spelled
+    # a qualifier of the name qualifies the pointer itself
+    assert "__global__ void relax(float* next, float* const prev, int nx, int ny)" in spelled
     assert "void host(Real_ptr p);" in spelled and "typedef float *grid_t;" in spelled
     assert expand(code, {}) == code
 
@@ -108,7 +111,7 @@ void run(Real_ptr out, Real_ptr a, Real_ptr b, Real_type w, Index n, cudaStream_
     found = launches(host)
     assert [(f.kernel, f.block, f.through_helper) for f in found] == [
         ("blend", "256", True), ("blend", "dim3(128)", True), ("blend", "kThreads", True),
-        ("blend", "64", True),
+        ("blend", "64", True), ("blend", "64", True),
     ]  # fmt: skip
     assert found[0].args == ("0", "s", "out", "a", "b", "w", "n")
     # cudaLaunchKernel takes the kernel's arguments as one array: not readable, so not a launch
@@ -116,7 +119,7 @@ void run(Real_ptr out, Real_ptr a, Real_ptr b, Real_type w, Index n, cudaStream_
     spelled = expand(ELEMENTWISE, POINTERS)
     assert facts_from(spelled, [found[0], found[2]], {}, {}).no_alias == {"blend"}
     assert facts_from(spelled, found[:2], {}, {}).no_alias == frozenset()  # a passed twice
-    assert found[3].args == ()  # the array form: its pointers cannot be told apart
+    assert found[3].args == found[4].args == ()  # the array form: its pointers cannot be told apart
     assert facts_from(spelled, [found[0], found[3]], {}, {}).no_alias == frozenset()
 
 
@@ -146,3 +149,62 @@ def test_the_policy_finds_the_names_and_the_helper_launch() -> None:
     assert len(asked) == 1
     timed = [args["code"] for name, args in calls if name == "benchmark_code"]
     assert any("const Real_type* __restrict__ a" in code for code in timed), timed
+
+
+def _restricts(code: str, **headers: str) -> bool:
+    """Whether `restrict` fires with the facts the snapshot reads from the file (and the headers
+    beside it)."""
+    from nvcc_opt.search import snapshot
+
+    path = Path(tempfile.mkdtemp()) / "k.cu"
+    path.write_text(code)
+    for name, text in headers.items():
+        (path.parent / f"{name}.h").write_text(text)
+    (unit,) = snapshot.file_units("t", path, path.parent)
+    return BY_NAME["restrict"].apply(unit.code, unit.facts) not in (None, unit.code)
+
+
+def test_what_may_alias_through_names_and_helpers_keeps_restrict_out() -> None:
+    """A review's cases: each passes one buffer to two pointer parameters, or hides a pointer,
+    in a way the first reading missed; each has a twin with distinct buffers that does fire."""
+    qualified = (
+        "typedef float *grid_t;\n__global__ void relax(grid_t next, const grid_t prev, int n)"
+        " { next[0] = prev[1]; }\n"
+        "void f(grid_t g, grid_t h, int n) { relax<<<1, 256>>>(g, X, n); }\n"
+    )
+    assert not _restricts(qualified.replace("X", "g")) and _restricts(qualified.replace("X", "h"))
+    wrapped = (
+        "__global__ void k(float* a, float* b, int n) { a[0] = b[0]; }\n"
+        "void run(float* out, float* in, int n, cudaStream_t s)"
+        " { RPlaunchCudaKernel(k, 1, 256, 0, s, out, in, n); }\n"
+        "void top(float* x, float* y, int n, cudaStream_t s) { run(x, X, n, s); }\n"
+    )
+    assert not _restricts(wrapped.replace("X", "x")) and _restricts(wrapped.replace("X", "y"))
+    trailing = (
+        "__global__ void k(float* a, float* b) { a[0] = b[0]; }\n"
+        "void f(float* x, float* y, cudaStream_t s) { my_launch(k, 1, 256, x, X, s); }\n"
+    )
+    assert not _restricts(trailing.replace("X", "x")) and _restricts(trailing.replace("X", "y"))
+    array = (
+        "__global__ void k(float* a, float* b) { a[0] = b[0]; }\n"
+        "void f(float* x, float* y, void** args) { k<<<1, 256>>>(x, y);"
+        " cudaLaunchKernel((void*)k, 1, 256, args, 0, 0); }\n"
+    )
+    assert not _restricts(array)  # the array's pointers cannot be told apart
+    switch = (
+        "__global__ void k(float* a, Real_ptr b) { a[0] = b[0]; }\n"
+        "void f(float* x, Real_ptr y) { k<<<1, 256>>>(x, y); }\n"
+    )
+    single, double = "using Real_ptr = float*;\n", "using Real_ptr = double*;\n"
+    assert _restricts(switch, single=single)
+    # two headers define it differently (a precision switch): b's pointee is not known, and
+    # neither is whether it points into a's data
+    assert not _restricts(switch, single=single, double=double)
+
+
+def test_a_launch_whose_line_holds_a_loop_header_is_read_on() -> None:
+    from nvcc_opt.search.find_facts import _complete
+
+    assert _complete("  k<<<grid, block>>>(a, b);")
+    assert not _complete("for (int r = 0; r < reps; ++r) RPlaunchCudaKernel( (k<256>),")
+    assert not _complete("  launch(k, grid, 256,")

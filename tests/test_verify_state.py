@@ -163,6 +163,19 @@ def test_calls_of_unlike_sizes_are_not_judged_by_their_times(config) -> None:  #
     assert any(n.startswith("state: the original's calls take unlike times") for n in notes)
 
 
+def test_a_second_phase_past_the_calls_timed_one_by_one_is_unlike(config) -> None:  # type: ignore[no-untyped-def]
+    """Calls 1..256 take 100 us, the 10,000 after them (timed together) 40 us: an honest
+    candidate four times as fast on the second phase only is not judged a skipper."""
+
+    def phases(late_us: int) -> State:
+        return State(10_256, ALLOCATIONS, (100_000,) * 256, {}, (), (), (), 10_000 * late_us * 1000)
+
+    notes: list[str] = []
+    original = run(phases(40))
+    assert state_reasons(config, StateRuns(original, original, run(phases(10))), notes) == []
+    assert any(n.startswith("state: the original's calls take unlike times") for n in notes)
+
+
 def test_the_late_calls_rule_needs_every_calls_time(config) -> None:  # type: ignore[no-untyped-def]
     """A run whose per-call times stop short (records lost) or whose channel did not see the
     process end gets no verdict from the mean: it could not be taken over the same calls."""

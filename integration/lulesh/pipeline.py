@@ -69,7 +69,7 @@ def optimize(runner: Runner, opts: Options) -> tuple[int | None, list[str], dict
         return None, [f"nvcc-opt optimize failed ({why}): {last[0][:400]}"], None
     results = last_json_list(done.stdout)
     if results is None:
-        why = "nvcc-opt optimize --json printed no JSON list after its progress lines"
+        why = "nvcc-opt optimize --json printed no JSON list on its standard output"
         return None, [why], None
     summary = results[0] if results else None
     for result in results:

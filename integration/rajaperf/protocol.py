@@ -27,8 +27,8 @@ from pathlib import Path
 from integration.rajaperf.kernels import KERNELS, Kernel
 from integration.rajaperf.ledger import Ledger
 from integration.rajaperf.prepare import cuda_file, kernel_folder, tagged_kernels
-from nvcc_opt.bench.optimize_output import kernel_runs, parse_optimize_output
-from nvcc_opt.bench.results import AppRun, KernelRun, Report, short_reason
+from nvcc_opt.bench.optimize_output import kernel_runs, optimize_failure, parse_optimize_output
+from nvcc_opt.bench.results import AppRun, KernelRun, Report
 from nvcc_opt.bench.results import Kernel as SuiteKernel
 from nvcc_opt.bench.results import paper_speedup as report_paper_speedup
 from nvcc_opt.bench.suite import machine
@@ -150,7 +150,7 @@ def optimize_once(
         mine = [r for r in found if r.region == kernel.full_name]
         if mine:
             return mine[0]
-    why = cannot.get(kernel.full_name) or short_reason(stderr + "\n" + stdout)
+    why = cannot.get(kernel.full_name) or optimize_failure(stderr, stdout)
     return failed(kernel, file, run, f"optimize exited {process.returncode}: {why}", wall)
 
 

@@ -55,7 +55,7 @@ def render(
 # nvcc-opt settings for RAJAPerf's {kernel.full_name}, Base_CUDA tuning {kernel.tuning}
 # (written by integration/rajaperf prepare; removed by unprepare).
 store = {_q(rel_store)}
-# the checkout: the model's file tools see it, and runs may not write in it
+# the checkout: the model's file tools see it
 source = {_q(rel_checkout)}
 
 [build]

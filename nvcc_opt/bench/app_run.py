@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from nvcc_opt.bench.apps import app_kernels, build_dir_name, shared_folders
-from nvcc_opt.bench.optimize_output import kernel_runs, parse_optimize_output
+from nvcc_opt.bench.optimize_output import kernel_runs, optimize_failure, parse_optimize_output
 from nvcc_opt.bench.options import Options
 from nvcc_opt.bench.process import run_quiet, run_streaming
 from nvcc_opt.bench.results import (
@@ -23,7 +23,6 @@ from nvcc_opt.bench.results import (
     AppRun,
     KernelRun,
     first_line,
-    short_reason,
 )
 from nvcc_opt.config import ConfigError, load
 
@@ -161,7 +160,7 @@ def run_app(
         kernels = [replace(k, stopped=TIMEOUT) if k.stopped == INTERRUPTED else k for k in kernels]
         return failed(f"{TIMEOUT} after {optimize_timeout(options, regions):g} s", kernels)
     if ran.exit_status != 0 or results is None:
-        why = short_reason(ran.stderr or ran.stdout)
+        why = optimize_failure(ran.stderr, ran.stdout)
         return failed(f"optimize exited {ran.exit_status}: {why}", kernels)
     if not kernels:
         return failed("nothing optimized: the build recorded no region")

@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from nvcc_opt.agent.trace import TraceError, load_trace
-from nvcc_opt.bench.results import PROPOSED, REASON_CHARS, KernelRun, Tried, classify, first_line
+from nvcc_opt.bench.results import (
+    PROPOSED,
+    REASON_CHARS,
+    KernelRun,
+    Tried,
+    classify,
+    first_line,
+    short_reason,
+)
 from nvcc_opt.tools.bench import Measured, read_benchmark
 
 _CANNOT = re.compile(r"^\[(?P<region>[^\]\s]+)(?: gpu [^\]]*)?\] cannot optimize: (?P<why>.*)$")
@@ -37,6 +45,15 @@ def parse_optimize_output(
             if isinstance(data, list) and all(isinstance(d, dict) for d in data):
                 return data, cannot
     return None, cannot
+
+
+def optimize_failure(stderr: str, stdout: str = "") -> str:
+    """Why an optimize run failed, in one line: its closing `Error: ...` line (the progress
+    lines before it may name errors of single tool calls), else the first error it printed."""
+    closing = [line for line in stderr.splitlines() if line.startswith("Error: ")]
+    if closing:
+        return first_line(closing[-1], REASON_CHARS)
+    return short_reason(stderr + "\n" + stdout)
 
 
 def relative_to(path: str, root: Path) -> str:

@@ -78,7 +78,7 @@ def mcp(
         tools = mcp_server.RegionTools(
             catalog, store, config, region, runner=runner, launcher=launcher
         )
-        about = mcp_server.instructions(region, _shown(region.file, project))
+        about = mcp_server.instructions(region, _shown(region.file, config.source_root))
         server = mcp_server.build_server(tools, about)
         if transport == "http":
             click.echo(f"nvcc-opt mcp: serving http://{host}:{port}/mcp", err=True)

@@ -370,8 +370,8 @@ class Settings(Section):
     source: Annotated[str, AfterValidator(_not_blank)] | None = Field(
         default=None,
         description="The project's source folder, relative to this file (default: this file's"
-        " folder): the model's file tools see it, region paths are shown relative to it, runs"
-        " may not write in it, and {source} names it. For settings kept apart from the sources,"
+        " folder): the model's file tools see it, region paths are shown relative to it, and"
+        " {source} names it. For settings kept apart from the sources,"
         ' e.g. source = "../..".',
     )
     build: BuildConfig = Field(default=BuildConfig(), description="How the application is built.")

@@ -22,7 +22,13 @@ from nvcc_opt.search.launches import (
     statement,
     type_aliases,
 )
-from nvcc_opt.search.pointer_aliases import alias_parameters, expand, pointer_aliases
+from nvcc_opt.search.pointer_aliases import (
+    alias_parameters,
+    expand,
+    pointer_aliases,
+    pointer_names,
+    unresolved_pointers,
+)
 from nvcc_opt.search.signatures import merge, readonly_params, signature_text
 from nvcc_opt.search.steps import Call, Step
 
@@ -53,7 +59,7 @@ def gather(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[
                 f"Finding where {kernel.name} runs.",
             )
             for path, number, line in search_hits(seen):
-                complete = ";" in line  # a statement on one line: nothing more to read
+                complete = _complete(line)  # a statement on one line: nothing more to read
                 if not _launches(line) and not complete and "file_viewer" in offered and room():
                     window = yield Call(
                         "file_viewer",
@@ -73,12 +79,15 @@ def gather(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[
             for name, value in definitions("\n".join(search_lines(seen))).items():
                 names.setdefault(name, value)
     pointers, types, asked = pointer_aliases(code), type_aliases(code), set[str]()
+    named = pointer_names(code)  # every name seen defined as a pointer, resolved or not
     if "search" in offered:
-        pointers, types = yield from _pointer_aliases(code, pointers, types, asked, room)
+        pointers, types = yield from _pointer_aliases(code, pointers, types, asked, named, room)
     spelled = expand(code, pointers)  # what the transforms will see
     if "search" in offered:
         types = yield from _aliases(Source(spelled).kernels(), types, room, asked)
     facts = replace(facts_from(spelled, found, names, types), pointer_aliases=pointers)
+    unresolved = unresolved_pointers(spelled, named - set(pointers))  # a pointer still hidden
+    facts = replace(facts, no_alias=facts.no_alias - unresolved)
     if "search" not in offered or "file_viewer" not in offered:
         return facts
     params = yield from _helper_params(source, kernels, dict(facts.readonly_params), room)
@@ -179,11 +188,13 @@ def _pointer_aliases(
     pointers: dict[str, str],
     types: dict[str, str],
     asked: set[str],
+    named: set[str],
     room: Callable[[], bool],
 ) -> Generator[Step, str, tuple[dict[str, str], dict[str, str]]]:
     """The pointer types behind the names kernel parameters are declared with (`Real_ptr a`),
     from their `using`/`typedef` found with `search` (pointer_aliases.py); a name that turns out
-    to be a builtin type's alias is kept with `types` (and each name searched once: `asked`)."""
+    to be a builtin type's alias is kept with `types`, every name seen defined as a pointer in
+    `named` (and each name searched once: `asked`)."""
     for word in sorted(alias_parameters(code) - set(pointers) - set(types))[:MAX_TYPE_NAMES]:
         if not room():
             break
@@ -193,7 +204,14 @@ def _pointer_aliases(
         )
         lines = "\n".join(search_lines(seen))
         pointers, types = pointer_aliases(lines, pointers), type_aliases(lines, types)
+        named |= pointer_names(lines)
     return pointers, types
+
+
+def _complete(line: str) -> bool:
+    """Whether the line ends a statement it holds whole: `;` last, parentheses balanced (a `for`
+    header's `;` or a call that goes on below do not count)."""
+    return line.rstrip().endswith(";") and line.count("(") == line.count(")")
 
 
 def _launched(kernel: str) -> str:

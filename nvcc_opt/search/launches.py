@@ -75,8 +75,13 @@ def _helper_launch(
     if not HELPER.search(name) or len(given) < 3:
         return []
     kernel = given[0]
-    while kernel.type == "parenthesized_expression" and kernel.named_children:
-        kernel = kernel.named_children[0]
+    while kernel.type in ("parenthesized_expression", "cast_expression"):  # ((void*)k), (k<256>)
+        inner = kernel.child_by_field_name("value")
+        if inner is None and kernel.named_children:
+            inner = kernel.named_children[-1]
+        if inner is None:
+            break
+        kernel = inner
     if kernel.type == "template_function":
         kernel = kernel.child_by_field_name("name") or kernel
     if kernel.type != "identifier":
@@ -234,16 +239,29 @@ def statement(lines: Iterable[str]) -> str:
     return " ".join(taken)
 
 
+def kernel_arguments(launch: Launch, params: int) -> list[tuple[str, ...]]:
+    """The argument lists this launch may give a kernel of `params` parameters: its own for
+    `k<<<...>>>(...)`; for a launch helper, every run of `params` consecutive arguments after the
+    block size (which run is the kernel's is not known: each counts); none when too few."""
+    if not launch.through_helper:
+        return [launch.args]
+    count = len(launch.args)
+    if params == 0 or count < params:
+        return []
+    return [launch.args[i : i + params] for i in range(count - params + 1)]
+
+
 def aliased(launch: Launch, pointer_positions: Iterable[int], params: int = 0) -> bool:
-    """Whether two pointer parameters (of a kernel of `params` parameters) receive the same
+    """Whether two pointer parameters (of a kernel of `params` parameters) may receive the same
     argument text in this launch; a launch whose arguments cannot be read counts as one."""
-    args = launch.args
-    if launch.through_helper:  # the kernel's arguments are the helper's last ones
-        if params == 0 or len(args) < params:
-            return True
-        args = args[len(args) - params :]
+    positions = list(pointer_positions)
+    runs = kernel_arguments(launch, params)
+    return not runs or any(_twins(args, positions) for args in runs)
+
+
+def _twins(args: tuple[str, ...], positions: list[int]) -> bool:
     seen: set[str] = set()
-    for position in pointer_positions:
+    for position in positions:
         if position >= len(args):
             return True  # a launch we do not understand: assume the worst
         text = "".join(args[position].split())
@@ -253,7 +271,9 @@ def aliased(launch: Launch, pointer_positions: Iterable[int], params: int = 0) -
     return False
 
 
-def aliased_by_callers(code: str, kernel: str, pointer_positions: Iterable[int]) -> bool:
+def aliased_by_callers(
+    code: str, kernel: str, pointer_positions: Iterable[int], params: int = 0
+) -> bool:
     """Whether a host function of `code` passes two of its own parameters to `kernel`'s pointer
     parameters and is called in `code` with the same argument for both (a recursion such as
     `scan(scratch, scratch, ...)`): the launch's text shows two names, the data is one array."""
@@ -267,17 +287,18 @@ def aliased_by_callers(code: str, kernel: str, pointer_positions: Iterable[int])
         parameters = declarator.child_by_field_name("parameters")
         if name is None or parameters is None:
             continue
-        params = [_text(source, declared_name(p)) for p in parameters.named_children]
+        names = [_text(source, declared_name(p)) for p in parameters.named_children]
         for launch in launches(source.text(function)):
             if launch.kernel != kernel:
                 continue
-            passed = [
-                params.index(launch.args[i].strip())
-                for i in positions
-                if i < len(launch.args) and launch.args[i].strip() in params
-            ]
-            if _called_with_twins(source, source.text(name), passed):
-                return True
+            for args in kernel_arguments(launch, params or len(launch.args)):
+                passed = [
+                    names.index(args[i].strip())
+                    for i in positions
+                    if i < len(args) and args[i].strip() in names
+                ]
+                if _called_with_twins(source, source.text(name), passed):
+                    return True
     return False
 
 
@@ -355,7 +376,7 @@ def facts_from(
         params = len(kernel.params)
         if not any(
             aliased(launch, positions, params) for launch in mine
-        ) and not aliased_by_callers(code, kernel.name, positions):
+        ) and not aliased_by_callers(code, kernel.name, positions, params):
             no_alias.add(kernel.name)
     return Facts(
         block_sizes=block_sizes,

@@ -60,33 +60,69 @@ def _pointer_definition(source: Source, node: tree_sitter.Node) -> tuple[str, st
     return None
 
 
+def pointer_names(code: str) -> set[str]:
+    """Every name `code` defines as a pointer type, resolved or not (two definitions that differ,
+    as under a precision switch, leave it out of `pointer_aliases` but in here)."""
+    source = Source(code)
+    return {named[0] for node in walk(source.root) if (named := _pointer_definition(source, node))}
+
+
+def unresolved_pointers(code: str, suspects: set[str]) -> set[str]:
+    """The kernels of `code` with a parameter still declared with a name of `suspects` (a pointer
+    type whose pointee could not be told): whether it aliases another pointer parameter cannot
+    be told either."""
+    source = Source(code)
+    return {
+        kernel.name
+        for kernel in source.kernels()
+        for kind in _parameter_types(source, kernel.node)
+        if kind in suspects
+    }
+
+
 def alias_parameters(code: str) -> set[str]:
-    """The type names that kernel parameters are declared with bare (`Real_ptr a`: no `*`, no
-    qualifier), other than the builtin types: those that may name pointers."""
+    """The type names that kernel parameters are declared with (`Real_ptr a`, `const Real_ptr
+    a`: no `*`), other than the builtin types: those that may name pointers."""
     source = Source(code)
     return {
         source.text(kind)
-        for _, kind in _bare_parameters(source)
+        for _, kind in _named_parameters(source)
         if source.text(kind) not in LDG_TYPES
     }
 
 
 def expand(code: str, aliases: Mapping[str, str]) -> str:
-    """`code` with every kernel parameter declared bare with a name of `aliases` spelled out as
-    the pointer it is (`Real_ptr a` -> `Real_type* a`); `code` itself when there is none."""
+    """`code` with every kernel parameter declared with a name of `aliases` spelled out as the
+    pointer it is (`Real_ptr a` -> `Real_type* a`; a qualifier of the name qualifies the pointer:
+    `const Real_ptr a` -> `Real_type* const a`); `code` itself when there is none."""
     if not aliases:
         return code
     source = Source(code)
-    edits = [
-        Edit(kind.start_byte, kind.end_byte, f"{aliases[source.text(kind)]}*".encode())
-        for _, kind in _bare_parameters(source)
-        if source.text(kind) in aliases
-    ]
+    edits = []
+    for param, kind in _named_parameters(source):
+        pointee = aliases.get(source.text(kind))
+        if pointee is None:
+            continue
+        qualifiers = [source.text(c) for c in param.named_children if c.type == "type_qualifier"]
+        name = param.child_by_field_name("declarator")
+        assert name is not None
+        spelled = " ".join([f"{pointee}*", *qualifiers, source.text(name)])
+        edits.append(Edit(param.start_byte, param.end_byte, spelled.encode()))
     return edited(code, source, edits) or code
 
 
-def _bare_parameters(source: Source) -> list[tuple[tree_sitter.Node, tree_sitter.Node]]:
-    """(parameter, its type node) of each kernel parameter `Name ident` with nothing else."""
+def _parameter_types(source: Source, kernel: tree_sitter.Node) -> list[str]:
+    """The type name of each parameter of the kernel declared with a bare name and no `*`."""
+    return [source.text(kind) for param, kind in _named_parameters(source) if _of(param, kernel)]
+
+
+def _of(node: tree_sitter.Node, ancestor: tree_sitter.Node) -> bool:
+    return ancestor.start_byte <= node.start_byte and node.end_byte <= ancestor.end_byte
+
+
+def _named_parameters(source: Source) -> list[tuple[tree_sitter.Node, tree_sitter.Node]]:
+    """(parameter, its type node) of each kernel parameter `[qualifiers] Name ident`: a type
+    name, a plain identifier, nothing else but `const`/`volatile`."""
     found = []
     for kernel in source.kernels():
         declarator = kernel.node.child_by_field_name("declarator")
@@ -96,7 +132,8 @@ def _bare_parameters(source: Source) -> list[tuple[tree_sitter.Node, tree_sitter
             name = param.child_by_field_name("declarator")
             if param.type != "parameter_declaration" or kind is None or name is None:
                 continue
-            bare = len(param.named_children) == 2  # no qualifier, no attribute
-            if kind.type == "type_identifier" and name.type == "identifier" and bare:
+            others = [c for c in param.named_children if c not in (kind, name)]
+            plain = all(c.type == "type_qualifier" for c in others)
+            if kind.type == "type_identifier" and name.type == "identifier" and plain:
                 found.append((param, kind))
     return found

@@ -26,7 +26,12 @@ from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt.search.cuda import Source
 from nvcc_opt.search.kernel_facts import Facts
 from nvcc_opt.search.launches import Launch, definitions, facts_from, launches, type_aliases
-from nvcc_opt.search.pointer_aliases import expand, pointer_aliases
+from nvcc_opt.search.pointer_aliases import (
+    expand,
+    pointer_aliases,
+    pointer_names,
+    unresolved_pointers,
+)
 from nvcc_opt.search.transforms import TRANSFORMS, Transform
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,15 +82,17 @@ def file_units(group: str, path: Path, root: Path) -> list[Unit]:
     for h in headers:
         types = type_aliases(h.read_text(errors="replace"), types)
     pointers: dict[str, str] = {}
+    named = pointer_names(text)
     for h in headers:
         pointers = pointer_aliases(h.read_text(errors="replace"), pointers)
+        named |= pointer_names(h.read_text(errors="replace"))
     pointers = pointer_aliases(text, pointers)
     facts_of_file = launches(text), {**names, **definitions(text)}, type_aliases(text, types)
     name = str(path.relative_to(root))
     regions = scan(data).regions
     pieces = [(f"{name}:{r.name}", region_text(data, r)) for r in regions] or [(name, text)]
     return [
-        Unit(group, label, code, _facts(code, pointers, *facts_of_file))
+        Unit(group, label, code, _facts(code, pointers, named, *facts_of_file))
         for label, code in pieces
         if Source(code).kernels() or not regions
     ]
@@ -94,13 +101,17 @@ def file_units(group: str, path: Path, root: Path) -> list[Unit]:
 def _facts(
     code: str,
     pointers: dict[str, str],
+    named: set[str],
     found: list[Launch],
     names: dict[str, str],
     types: dict[str, str],
 ) -> Facts:
-    """As the policy's: read on the code with its pointer type names spelled out."""
+    """As the policy's: read on the code with its pointer type names spelled out; a kernel with
+    a parameter of a pointer type name left unresolved is not taken as free of aliasing."""
     spelled = expand(code, pointers)
-    return replace(facts_from(spelled, found, names, types), pointer_aliases=pointers)
+    facts = replace(facts_from(spelled, found, names, types), pointer_aliases=pointers)
+    unresolved = unresolved_pointers(spelled, named - set(pointers))
+    return replace(facts, no_alias=facts.no_alias - unresolved)
 
 
 def outcome(transform: Transform, unit: Unit) -> str:

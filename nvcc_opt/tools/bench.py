@@ -125,8 +125,7 @@ class Benchmark:
     def _build_of(self, tree: Path) -> Build:
         """A tree's runs may not write any private tree of this project (a candidate could
         change the baseline's binary), nor the project or the user's build."""
-        config = self.config
-        protected = (tree.parent, config.root, config.source_root, config.build_dir)
+        protected = (tree.parent, self.config.root, self.config.build_dir)
         return Build(tree, readonly=protected)
 
     def code_checks(self) -> CodeChecks:

@@ -128,11 +128,17 @@ def _mean_ratio(state: report.State, changed_until: int) -> float | None:
 
 def _alike(state: report.State, changed_until: int) -> bool:
     """Whether the calls after the last change take about the same time (their 10th and 90th
-    percentiles within ALIKE of each other), and the changed calls about as long as they do."""
+    percentiles within ALIKE of each other, and the mean of those timed together, past
+    PER_CALL_TIMES, within ALIKE of their median), and the changed calls about as long."""
     changed = list(state.call_ns[1:changed_until])
     repeated = list(state.call_ns[changed_until:])
     if not changed or len(repeated) < 3:
         return False
     cuts = statistics.quantiles(repeated, n=10)
-    middle = statistics.median(repeated) / max(statistics.median(changed), 1)
-    return cuts[0] > 0 and cuts[-1] <= ALIKE * cuts[0] and 1 / ALIKE <= middle <= ALIKE
+    typical = statistics.median(repeated)
+    middle = typical / max(statistics.median(changed), 1)
+    if not (cuts[0] > 0 and cuts[-1] <= ALIKE * cuts[0] and 1 / ALIKE <= middle <= ALIKE):
+        return False
+    # the calls timed together, past PER_CALL_TIMES (where those before all came)
+    beyond = state.calls - PER_CALL_TIMES if len(state.call_ns) == PER_CALL_TIMES else 0
+    return beyond <= 0 or 1 / ALIKE <= state.late_ns / beyond / typical <= ALIKE
