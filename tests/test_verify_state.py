@@ -150,7 +150,8 @@ def test_calls_of_unlike_sizes_are_not_judged_by_their_times(config) -> None:  #
     """Levels of a multigrid: the original's calls alternate 10 us and 100 us, the changed calls
     happen to be two small ones, and an honest candidate is twice as fast on the large ones
     only. Against its changed calls, its later calls fall far below the original's (median and
-    mean), with nothing skipped: neither is compared, and a note says so."""
+    mean), with nothing skipped: only calls of the changed calls' kind are compared, and a note
+    says so."""
 
     def levels(big: int) -> State:
         times = [10_000 if c % 2 or c < 4 else big for c in range(1, 402)]
@@ -161,6 +162,14 @@ def test_calls_of_unlike_sizes_are_not_judged_by_their_times(config) -> None:  #
     runs = StateRuns(original, original, run(levels(50_000)))
     assert state_reasons(config, runs, notes) == []
     assert any(n.startswith("state: the original's calls take unlike times") for n in notes)
+    # the same kind of call is still compared: one that skips the repeated small levels is seen
+    skips = [10_000 if c < 4 or c % 2 == 0 else 1_000 for c in range(1, 402)]
+    skips = [
+        100_000 if c >= 4 and c % 2 == 0 else t for c, t in zip(range(1, 402), skips, strict=True)
+    ]
+    cheat = replace(state(call_ns=tuple(skips[:256])), late_ns=sum(skips[256:]))
+    found = state_reasons(config, StateRuns(original, original, run(cheat)), [])
+    assert len(found) == 1 and "work is skipped on repeated inputs" in found[0], found
 
 
 def test_a_second_phase_past_the_calls_timed_one_by_one_is_unlike(config) -> None:  # type: ignore[no-untyped-def]

@@ -16,7 +16,8 @@ A candidate's ratio may not fall more than REPEAT_DROP below the lower of the or
 Both measures take the changed calls to stand for all calls, which holds only where the
 original's calls are alike. Where they are not (levels of a multigrid, phases of a run), a
 candidate faster on some kinds of call than others would look like one that skips work. There
-the rule judges nothing, and a note says so.
+the median compares only the repeated calls that take about as long as the changed ones in the
+original (the same kind of call), the mean is left out, and a note says so.
 """
 
 from __future__ import annotations
@@ -50,28 +51,46 @@ def repeat_reasons(
         or _mean_ratio(s, changed_until) is not None
         for s in runs
     )
-    if measured and not all(_alike(s, changed_until) for s in (record, again)):
-        notes.append(
-            "state: the original's calls take unlike times on the GPU (more than "
-            f"{ALIKE:g}x apart), so whether the candidate's get faster when their inputs repeat "
-            "is not judged by their times"
-        )
+    if not measured or all(_alike(s, changed_until) for s in (record, again)):
+        reasons = _median_reasons(runs, changed_until, None)
+        if not reasons and complete:
+            reasons = _mean_reasons(record, again, cand, changed_until)
+        return reasons
+    # Unlike calls: only the repeated calls about as long as the changed ones in the original
+    # (the same kind of call: one level of a multigrid) are compared, by their median.
+    like = _like(record, changed_until)
+    notes.append(
+        "state: the original's calls take unlike times on the GPU (more than "
+        f"{ALIKE:g}x apart), so only its {len(like)} repeated calls up to the 64th that take "
+        "about as long as its changed calls are compared with the candidate's, by their median"
+    )
+    return _median_reasons(runs, changed_until, like) if len(like) >= 3 else []
+
+
+def _like(record: report.State, changed_until: int) -> list[int]:
+    """Indices of the record's calls K+1..TIMED_CALLS within ALIKE of its changed calls' median."""
+    changed = record.call_ns[1:changed_until]
+    if not changed:
         return []
-    reasons = _median_reasons(record, again, cand, changed_until)
-    if not reasons and complete:
-        reasons = _mean_reasons(record, again, cand, changed_until)
-    return reasons
+    base = statistics.median(changed)
+    last = min(TIMED_CALLS, len(record.call_ns))
+    return [
+        i for i in range(changed_until, last) if base / ALIKE <= record.call_ns[i] <= base * ALIKE
+    ]
 
 
 def _median_reasons(
-    record: report.State, again: report.State, cand: report.State, changed_until: int
+    runs: tuple[report.State, report.State, report.State],
+    changed_until: int,
+    like: list[int] | None,
 ) -> list[str]:
-    ratios = [_median_ratio(s.call_ns, changed_until) for s in (record, again)]
-    mine = _median_ratio(cand.call_ns, changed_until)
+    record, again, cand = runs
+    ratios = [_median_ratio(s.call_ns, changed_until, like) for s in (record, again)]
+    mine = _median_ratio(cand.call_ns, changed_until, like)
     known = [r for r in ratios if r is not None]
     if mine is None or not known or min(known) - mine <= REPEAT_DROP:
         return []
-    changed, repeated = _split(cand.call_ns, changed_until)
+    changed, repeated = _split(cand.call_ns, changed_until, like)
     return [
         f"state: the candidate's calls take {mine:.2f}x as long when their inputs repeat as when "
         f"they changed ({statistics.median(repeated) / 1e3:.1f} us vs "
@@ -96,14 +115,20 @@ def _mean_reasons(
     ]
 
 
-def _split(call_ns: Sequence[int], changed_until: int) -> tuple[list[int], list[int]]:
+def _split(
+    call_ns: Sequence[int], changed_until: int, like: list[int] | None = None
+) -> tuple[list[int], list[int]]:
     changed = list(call_ns[1:changed_until])  # calls 2..K: inputs changed just before
+    if like is not None:  # only these of the calls K+1..
+        return changed, [call_ns[i] for i in like if i < len(call_ns)]
     repeated = list(call_ns[changed_until:TIMED_CALLS])  # calls K+1..: nothing changed
     return changed, repeated
 
 
-def _median_ratio(call_ns: Sequence[int], changed_until: int) -> float | None:
-    changed, repeated = _split(call_ns, changed_until)
+def _median_ratio(
+    call_ns: Sequence[int], changed_until: int, like: list[int] | None = None
+) -> float | None:
+    changed, repeated = _split(call_ns, changed_until, like)
     if len(changed) < 1 or len(repeated) < 3:
         return None
     base = statistics.median(changed)
