@@ -202,6 +202,20 @@ def test_what_may_alias_through_names_and_helpers_keeps_restrict_out() -> None:
     assert not _restricts(switch, single=single, double=double)
 
 
+def test_a_struct_holding_a_pointer_keeps_restrict_out() -> None:
+    """Passed by value, a struct's pointer may point into a pointer parameter's data."""
+    kernel = (
+        "struct Grid { FIELDS };\n"
+        "__global__ void k(float* out, const float* in, Grid g) { out[0] = in[0] * g.s; }\n"
+        "void f(float* x, float* y, Grid g) { k<<<1, 256>>>(x, y, g); }\n"
+    )
+    assert _restricts(kernel.replace("FIELDS", "float s; int n;"))
+    assert not _restricts(kernel.replace("FIELDS", "float s; float* scratch;"))
+    assert not _restricts(
+        kernel.replace("struct Grid { FIELDS };", "typedef struct { float s; float& r; } Grid;")
+    )
+
+
 def test_a_launch_whose_line_holds_a_loop_header_is_read_on() -> None:
     from nvcc_opt.search.find_facts import _complete
 

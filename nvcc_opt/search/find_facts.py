@@ -26,6 +26,7 @@ from nvcc_opt.search.pointer_aliases import (
     alias_parameters,
     expand,
     pointer_aliases,
+    pointer_holders,
     pointer_names,
     unresolved_pointers,
 )
@@ -79,14 +80,15 @@ def gather(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[
             for name, value in definitions("\n".join(search_lines(seen))).items():
                 names.setdefault(name, value)
     pointers, types, asked = pointer_aliases(code), type_aliases(code), set[str]()
-    named = pointer_names(code)  # every name seen defined as a pointer, resolved or not
+    # every name seen defined as a pointer, resolved or not, and the structs holding pointers
+    named = pointer_names(code) | pointer_holders(code)
     if "search" in offered:
         pointers, types = yield from _pointer_aliases(code, pointers, types, asked, named, room)
     spelled = expand(code, pointers)  # what the transforms will see
     if "search" in offered:
         types = yield from _aliases(Source(spelled).kernels(), types, room, asked)
     facts = replace(facts_from(spelled, found, names, types), pointer_aliases=pointers)
-    unresolved = unresolved_pointers(spelled, named - set(pointers))  # a pointer still hidden
+    unresolved = unresolved_pointers(spelled, named - set(pointers))  # may hide a pointer
     facts = replace(facts, no_alias=facts.no_alias - unresolved)
     if "search" not in offered or "file_viewer" not in offered:
         return facts

@@ -67,6 +67,36 @@ def pointer_names(code: str) -> set[str]:
     return {named[0] for node in walk(source.root) if (named := _pointer_definition(source, node))}
 
 
+def pointer_holders(code: str) -> set[str]:
+    """The structs and classes `code` defines with a pointer or reference member (`struct Data
+    { float* y; }`, `typedef struct { const double* a; } Params;`): passed by value, they carry
+    pointers that may alias a kernel's pointer parameters."""
+    source = Source(code)
+    found = set()
+    for node in walk(source.root):
+        if node.type not in ("struct_specifier", "class_specifier"):
+            continue
+        body = node.child_by_field_name("body")
+        if body is None or not any(_holds_pointer(f) for f in body.named_children):
+            continue
+        name = node.child_by_field_name("name")
+        if name is not None:
+            found.add(source.text(name))
+        parent = node.parent
+        if parent is not None and parent.type == "type_definition":  # typedef struct {...} N;
+            alias = parent.child_by_field_name("declarator")
+            if alias is not None and alias.type == "type_identifier":
+                found.add(source.text(alias))
+    return found
+
+
+def _holds_pointer(field: tree_sitter.Node) -> bool:
+    if field.type != "field_declaration":
+        return False
+    declarators = [c for c in field.named_children if c.type.endswith("declarator")]
+    return any(d.type in ("pointer_declarator", "reference_declarator") for d in declarators)
+
+
 def unresolved_pointers(code: str, suspects: set[str]) -> set[str]:
     """The kernels of `code` with a parameter still declared with a name of `suspects` (a pointer
     type whose pointee could not be told): whether it aliases another pointer parameter cannot

@@ -29,6 +29,7 @@ from nvcc_opt.search.launches import Launch, definitions, facts_from, launches, 
 from nvcc_opt.search.pointer_aliases import (
     expand,
     pointer_aliases,
+    pointer_holders,
     pointer_names,
     unresolved_pointers,
 )
@@ -82,10 +83,11 @@ def file_units(group: str, path: Path, root: Path) -> list[Unit]:
     for h in headers:
         types = type_aliases(h.read_text(errors="replace"), types)
     pointers: dict[str, str] = {}
-    named = pointer_names(text)
+    named = pointer_names(text) | pointer_holders(text)  # pointer types left unresolved, structs
     for h in headers:
         pointers = pointer_aliases(h.read_text(errors="replace"), pointers)
         named |= pointer_names(h.read_text(errors="replace"))
+        named |= pointer_holders(h.read_text(errors="replace"))
     pointers = pointer_aliases(text, pointers)
     facts_of_file = launches(text), {**names, **definitions(text)}, type_aliases(text, types)
     name = str(path.relative_to(root))
@@ -107,7 +109,8 @@ def _facts(
     types: dict[str, str],
 ) -> Facts:
     """As the policy's: read on the code with its pointer type names spelled out; a kernel with
-    a parameter of a pointer type name left unresolved is not taken as free of aliasing."""
+    a parameter of a pointer type name left unresolved, or of a struct that holds a pointer, is
+    not taken as free of aliasing."""
     spelled = expand(code, pointers)
     facts = replace(facts_from(spelled, found, names, types), pointer_aliases=pointers)
     unresolved = unresolved_pointers(spelled, named - set(pointers))
