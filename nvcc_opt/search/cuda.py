@@ -241,6 +241,18 @@ def edited(code: str, source: Source, edits: list[Edit]) -> str | None:
     return new if Source(new).errors() <= source.errors() else None
 
 
+def define(found: dict[str, str], dropped: set[str], name: str, value: str) -> None:
+    """Record `name` as `value` in `found`, unless it was dropped: a name defined two ways (a
+    precision switch, a configuration) is dropped from `found` for good."""
+    if name in dropped:
+        return
+    if found.get(name, value) != value:
+        dropped.add(name)
+        found.pop(name, None)
+        return
+    found[name] = value
+
+
 def squeeze(text: str) -> str:
     """`text` without any whitespace, for comparing small expressions by their form."""
     return "".join(text.split())

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from nvcc_opt.search.cuda import LDG_TYPES, Source, declared_name, walk
+from nvcc_opt.search.cuda import LDG_TYPES, Source, declared_name, define, walk
 from nvcc_opt.search.kernel_facts import Facts
 from nvcc_opt.search.signatures import readonly_params
 
@@ -99,13 +99,7 @@ def definitions(code: str) -> dict[str, str]:
     dropped: set[str] = set()
 
     def add(name: str, value: str) -> None:
-        if name in dropped:
-            return
-        if found.get(name, value) != value:
-            dropped.add(name)
-            found.pop(name, None)
-            return
-        found[name] = value
+        define(found, dropped, name, value)
 
     for node in walk(source.root):
         if node.type == "init_declarator":
@@ -340,14 +334,8 @@ def type_aliases(code: str, known: Mapping[str, str] | None = None) -> dict[str,
             continue
         words = " ".join(w for w in source.words(kind).split() if w not in ("const", "volatile"))
         resolved = words if words in LDG_TYPES else found.get(words)
-        name = source.text(target)
-        if resolved is None or name in dropped:
-            continue
-        if found.get(name, resolved) != resolved:
-            dropped.add(name)
-            found.pop(name, None)
-            continue
-        found[name] = resolved
+        if resolved is not None:
+            define(found, dropped, source.text(target), resolved)
     return found
 
 

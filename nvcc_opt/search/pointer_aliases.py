@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import tree_sitter
 
-from nvcc_opt.search.cuda import LDG_TYPES, Edit, Source, edited, walk
+from nvcc_opt.search.cuda import LDG_TYPES, Edit, Source, define, edited, walk
 
 
 def pointer_aliases(code: str, known: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -24,16 +24,8 @@ def pointer_aliases(code: str, known: Mapping[str, str] | None = None) -> dict[s
     dropped: set[str] = set()
     for node in walk(source.root):
         named = _pointer_definition(source, node)
-        if named is None:
-            continue
-        name, pointee = named
-        if name in dropped:
-            continue
-        if found.get(name, pointee) != pointee:
-            dropped.add(name)
-            found.pop(name, None)
-            continue
-        found[name] = pointee
+        if named is not None:
+            define(found, dropped, *named)
     return found
 
 
@@ -103,10 +95,7 @@ def unresolved_pointers(code: str, suspects: set[str]) -> set[str]:
     be told either."""
     source = Source(code)
     return {
-        kernel.name
-        for kernel in source.kernels()
-        for kind in _parameter_types(source, kernel.node)
-        if kind in suspects
+        kernel for kernel, _, kind in _named_parameters(source) if source.text(kind) in suspects
     }
 
 
@@ -116,7 +105,7 @@ def alias_parameters(code: str) -> set[str]:
     source = Source(code)
     return {
         source.text(kind)
-        for _, kind in _named_parameters(source)
+        for _, _, kind in _named_parameters(source)
         if source.text(kind) not in LDG_TYPES
     }
 
@@ -129,7 +118,7 @@ def expand(code: str, aliases: Mapping[str, str]) -> str:
         return code
     source = Source(code)
     edits = []
-    for param, kind in _named_parameters(source):
+    for _, param, kind in _named_parameters(source):
         pointee = aliases.get(source.text(kind))
         if pointee is None:
             continue
@@ -141,18 +130,9 @@ def expand(code: str, aliases: Mapping[str, str]) -> str:
     return edited(code, source, edits) or code
 
 
-def _parameter_types(source: Source, kernel: tree_sitter.Node) -> list[str]:
-    """The type name of each parameter of the kernel declared with a bare name and no `*`."""
-    return [source.text(kind) for param, kind in _named_parameters(source) if _of(param, kernel)]
-
-
-def _of(node: tree_sitter.Node, ancestor: tree_sitter.Node) -> bool:
-    return ancestor.start_byte <= node.start_byte and node.end_byte <= ancestor.end_byte
-
-
-def _named_parameters(source: Source) -> list[tuple[tree_sitter.Node, tree_sitter.Node]]:
-    """(parameter, its type node) of each kernel parameter `[qualifiers] Name ident`: a type
-    name, a plain identifier, nothing else but `const`/`volatile`."""
+def _named_parameters(source: Source) -> list[tuple[str, tree_sitter.Node, tree_sitter.Node]]:
+    """(kernel name, parameter, its type node) of each kernel parameter `[qualifiers] Name
+    ident`: a type name, a plain identifier, nothing else but `const`/`volatile`."""
     found = []
     for kernel in source.kernels():
         declarator = kernel.node.child_by_field_name("declarator")
@@ -165,5 +145,5 @@ def _named_parameters(source: Source) -> list[tuple[tree_sitter.Node, tree_sitte
             others = [c for c in param.named_children if c not in (kind, name)]
             plain = all(c.type == "type_qualifier" for c in others)
             if kind.type == "type_identifier" and name.type == "identifier" and plain:
-                found.append((param, kind))
+                found.append((kernel.name, param, kind))
     return found

@@ -281,4 +281,4 @@ def _differs(c: report.Compare, described: dict[int, str], changed_until: int) -
 def _complete(run: Run) -> bool:
     """Whether the run's channel saw its processes end with every GPU record delivered."""
     channel = run.observed.channel
-    return channel is not None and all(p.complete for p in channel.processes)
+    return channel is not None and channel.complete
