@@ -220,3 +220,48 @@ def test_a_region_of_integer_data_only_is_said_to_be_left_unchanged(config) -> N
     notes: list[str] = []
     assert state_reasons(config, StateRuns(run(s), run(s), run(s)), notes) == []
     assert any(n.startswith("state check: the region's arguments reach no float") for n in notes)
+
+
+def _ints(call_ns: tuple[int, ...], late_ns: int = 0) -> State:
+    """A 401-call run of a region whose arguments reach integer data only (nothing is changed
+    between calls), calls 1..40 timed one by one."""
+    ints = tuple(replace(a, type="other") for a in ALLOCATIONS)
+    return State(401, ints, call_ns, {}, (), (), (), late_ns)
+
+
+def test_a_memo_on_data_the_check_cannot_change_is_caught_by_its_times(config) -> None:  # type: ignore[no-untyped-def]
+    """Nothing changes between calls, so every call after the first repeats its inputs and the
+    copies agree: a candidate that computes once and then returns is seen only because its calls
+    after the first take a fraction of its first, where the original's take as long."""
+    original = run(_ints(STEADY))
+    memo = run(_ints((68_000,) + (4_000,) * 39))
+    found = state_reasons(config, StateRuns(original, original, memo), [])
+    assert len(found) == 1, found
+    assert "as when they were first computed (call 1)" in found[0]
+    assert "work is skipped on repeated inputs" in found[0]
+
+
+def test_a_memo_late_in_a_run_on_unchanged_data_is_caught_by_the_mean(config) -> None:  # type: ignore[no-untyped-def]
+    """A memo that starts at call 41 (after the median's first 40 here) is seen by the mean of
+    every call after the first. One that starts only at call 257 skips a third of the calls:
+    under the bar that one noisy base call allows (half the original's ratio), so not caught."""
+    original = run(_ints((68_000,) * 256, late_ns=145 * 68_000))
+    memo = run(_ints((68_000,) * 256, late_ns=145 * 1_000))
+    assert state_reasons(config, StateRuns(original, original, memo), []) == []
+    late_memo = run(_ints((68_000,) * 40 + (2_000,) * 216, late_ns=145 * 2_000))
+    found = state_reasons(config, StateRuns(original, original, late_memo), [])
+    assert len(found) == 1 and found[0].startswith("state: over the 400 calls after its first")
+
+
+def test_one_call_as_the_base_allows_noise_and_a_slow_first_call(config) -> None:  # type: ignore[no-untyped-def]
+    """With call 1 the only base, a candidate must fall below half the original's ratio: a first
+    call 30% slower than the rest (clocks rising) passes; so does an original whose first call
+    carries a large one-time cost (page faults), which leaves its calls unlike and unjudged."""
+    original = run(_ints(STEADY))
+    noisy = run(_ints((90_000,) + (60_000,) * 39))
+    assert state_reasons(config, StateRuns(original, original, noisy), []) == []
+    faults = run(_ints((700_000,) + (68_000,) * 39))
+    faster = run(_ints((650_000,) + (17_000,) * 39))
+    notes: list[str] = []
+    assert state_reasons(config, StateRuns(faults, faults, faster), notes) == []
+    assert any("about as long as its first call are compared" in n for n in notes), notes

@@ -204,7 +204,8 @@ def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> l
             "state check: the region's arguments reach no float or double data (through "
             "float* or double* parameters), the only kind it changes between calls (integer, "
             "half and struct data are left as they are), so results kept from one call to the "
-            "next are not caught for this region"
+            "next are caught only by their times: calls after the first may not get much "
+            "faster than the original's do"
         )
     reasons = _call_reasons(record, cand)
     reasons += [f"state: {p}" for p in cand.problems]
@@ -241,7 +242,9 @@ def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> l
             + " (scratch, since the program's output is unchanged)"
         )
     complete = all(_complete(r) for r in (runs.record, runs.again, runs.candidate))
-    reasons += repeat_reasons(record, again, cand, config.verify.state_calls, complete, notes)
+    reasons += repeat_reasons(
+        record, again, cand, config.verify.state_calls, complete, notes, _changes_data(record)
+    )
     return reasons
 
 
