@@ -208,6 +208,92 @@ def test_page_locked_host_memory_a_kernel_reaches_is_found_again_in_the_next_run
     assert not any(p.startswith("state_layout") for p in again.problems), again.problems
 
 
+LOW_PRECISION = r"""
+#include <cstdio>
+#include <cstring>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+template <typename T>
+__global__ void axpy(const T* x, T* y, int memo, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || (memo && static_cast<float>(y[i]) != 0.0f)) return;  // computed before: kept
+    y[i] = static_cast<T>(2.0f * static_cast<float>(x[i]) + 1.0f);
+}
+template <typename T>
+void run(int memo)
+{
+    const int n = 1 << 16;
+    T* x = nullptr;
+    T* y = nullptr;
+    cudaMalloc(&x, n * sizeof(T));
+    cudaMalloc(&y, n * sizeof(T));
+    T* host = new T[n];
+    for (int i = 0; i < n; ++i) host[i] = static_cast<T>(0.25f + (i % 97) / 64.0f);
+    cudaMemcpy(x, host, n * sizeof(T), cudaMemcpyHostToDevice);
+    cudaMemset(y, 0, n * sizeof(T));
+    for (int call = 0; call < 5; ++call) {
+        axpy<T><<<n / 256, 256>>>(x, y, memo, n);
+        cudaDeviceSynchronize();
+    }
+    cudaMemcpy(host, y, sizeof(T), cudaMemcpyDeviceToHost);
+    printf("y0 %g\n", static_cast<float>(host[0]));
+    delete[] host;
+}
+int main(int argc, char** argv)
+{
+    int memo = argc > 2 && std::strcmp(argv[2], "memo") == 0;
+    if (std::strcmp(argv[1], "half") == 0) run<__half>(memo);
+    else run<__nv_bfloat16>(memo);
+    return 0;
+}
+"""
+
+
+@needs_nvcc
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
+@pytest.mark.parametrize("kind", ["half", "bfloat16"])
+def test_half_and_bfloat16_data_is_changed_between_calls_so_a_memo_shows(
+    tmp_path: Path, kind: str
+) -> None:
+    """A kernel of __half (or __nv_bfloat16) data whose memo variant keeps every output element
+    it computed before: the state check changes both allocations before calls 2 and 3, so the
+    memo's outputs are stale there, while the honest program's agree with the record's. Before,
+    half and bfloat16 data was never changed, and the memo passed every comparison."""
+    built, binary = _channel_and_program(tmp_path, "lowp", LOW_PRECISION)
+    data = tmp_path / "record"
+    data.mkdir()
+    settings = ["each_launch_a_call 1", "calls 3", f"copy_cap {1 << 20}", "rtol 1e-4"]
+    settings += [f"data {data}", "salt 7"]
+
+    def run(role: str, variant: str, recorded: report.State | None = None) -> report.State:
+        out = tmp_path / f"out-{role}-{variant}"
+        out.mkdir()
+        config = tmp_path / f"{role}-{variant}.cfg"
+        config.write_text(state._config(role, frozenset({"axpy"}), settings, recorded))
+        arg = "half" if kind == "half" else "bf16"
+        done = subprocess.run(
+            [str(binary), arg, variant],
+            env={**os.environ, **build.environment(built, out, config)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0 and "y0" in done.stdout, done.stderr
+        [seen] = report.read(out).states
+        return seen
+
+    recorded = run("record", "honest")
+    assert [a.type for a in recorded.allocations] == [kind, kind], recorded.allocations
+    honest = run("compare", "honest", recorded)
+    assert not honest.problems and all(c.differing == 0 for c in honest.compares), honest
+    memo = run("compare", "memo", recorded)
+    stale = [c for c in memo.compares if c.differing > 0]
+    assert stale and {c.call for c in stale} <= {2, 3}, memo.compares
+
+
 def _channel_and_program(tmp_path: Path, name: str, source: str) -> tuple[Path, Path]:
     """The channel library built here (the test skips where it cannot be) and `source` compiled
     for sm_90 as `tmp_path/name`."""

@@ -55,3 +55,20 @@ def test_the_digest_sees_every_change(tmp_path: Path) -> None:
     subprocess.run(["g++", "-std=c++17", "-O2", include, "-o", str(exe), str(DIGEST)], check=True)
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
     assert out.splitlines()[-1] == "failures 0", out[-2000:]
+
+
+ELEMENTS = Path(__file__).parent / "fixtures" / "runtime" / "elements_check.cpp"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_half_and_bfloat16_elements_convert_as_the_gpu_rounds(tmp_path: Path) -> None:
+    """tests/fixtures/runtime/elements_check.cpp: every half and bfloat16 value survives a round
+    trip through float; 430,000 floats (random, and every halfway point) round to the value a
+    search of all half and bfloat16 values finds nearest, ties to even, as __float2half_rn
+    does; the kinds of the pointee names a demangled signature holds; an element changed as
+    the state check changes it is changed."""
+    exe = tmp_path / "elements"
+    include = f"-I{build.SOURCE.parent}"
+    subprocess.run(["g++", "-std=c++17", "-O2", include, "-o", str(exe), str(ELEMENTS)], check=True)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    assert out.splitlines()[-1] == "failures 0", out[-2000:]

@@ -83,7 +83,7 @@ def test_the_allowances_widen_with_the_originals_own_noise() -> None:
 def test_what_the_state_check_cannot_vary_is_a_note() -> None:
     for times, said in (
         (state(4_000_000, 4_000_000, calls=1), "one call per run"),
-        (StateTimes(4_000_000, 4_000_000, 4_000_000, 401, False), "no float or double"),
+        (StateTimes(4_000_000, 4_000_000, 4_000_000, 401, False), "no float, double, half or bfloat16"),
         (state(400_000, 400_000), "too short"),
         (state(4_000_000, 0), "no GPU time"),
     ):

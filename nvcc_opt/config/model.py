@@ -343,8 +343,9 @@ class VerifyConfig(Section):
         le=16,
         description="The final verification's runtime state check: the region's first calls in"
         " one run whose results are compared with the original's, element by element; before"
-        " each but the first, every float and double the region's arguments reach is changed,"
-        " so a candidate that kept anything from an earlier call is caught. 2 to 16.",
+        " each but the first, every float, double, half and bfloat16 the region's arguments"
+        " reach is changed, so a candidate that kept anything from an earlier call is caught."
+        " 2 to 16.",
     )
     state_rtol: float = Field(
         default=1e-4,

@@ -21,7 +21,7 @@ from nvcc_opt.workspace.runner import Runner
 
 SOURCE = Path(__file__).with_name("channel.cpp")
 # included by SOURCE: part of the cache key
-HEADERS = tuple(Path(__file__).with_name(h) for h in ("digest.h", "names.h"))
+HEADERS = tuple(Path(__file__).with_name(h) for h in ("digest.h", "elements.h", "names.h"))
 LIBRARY = "libnvcc_opt_channel.so"
 BUILD_TIMEOUT_S = 300.0
 

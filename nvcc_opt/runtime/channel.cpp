@@ -13,12 +13,13 @@
 //   NVCC_OPT_CHANNEL_STATE=FILE  the runtime state check (see nvcc_opt/verify/state.py): the region's
 //                                launches are grouped into calls ("episodes"); the memory their
 //                                arguments reach is copied out after calls 1..K and, before calls
-//                                2..K, every float/double element of it is changed (alike in the
-//                                three processes of one check, by the check's salt), so a
-//                                candidate that kept anything from an earlier call (a result, a
-//                                flag, a tag in low bits) computes from stale state and shows
-//                                it. A "record" process writes the baseline's copies; a
-//                                "compare" process compares its own with them.
+//                                2..K, every float/double/half/bfloat16 element of it is
+//                                changed (alike in the three processes of one check, by the
+//                                check's salt), so a candidate that kept anything from an
+//                                earlier call (a result, a flag, a tag in low bits) computes
+//                                from stale state and shows it. A "record" process writes the
+//                                baseline's copies; a "compare" process compares its own with
+//                                them.
 //
 // Only the driver API and CUPTI are used (no CUDA runtime: the application may link its own, static).
 // The driver's functions are looked up in the libcuda the process already loaded: the driver
@@ -45,6 +46,7 @@
 #include <vector>
 
 #include "digest.h"
+#include "elements.h"
 #include "names.h"
 
 namespace {
@@ -105,7 +107,7 @@ struct Allocation {
     bool resolved = true;  // compare: base is this process's address of that allocation
     CUdeviceptr base = 0;
     size_t size = 0;
-    std::string type;  // "float", "double" or "other": how its elements may be changed
+    std::string type;  // "float", "double", "half", "bfloat16" or "other" (elements.h)
     std::string first_seen;  // "kernel(signature) parameter N", for the reports
 };
 
@@ -178,8 +180,9 @@ std::string demangled(const char* name)
     return out;
 }
 
-// Per parameter of a demangled signature: "float" or "double" for a pointer to such elements (or
-// to float2/float4/double2), "pointer" for any other pointer, "value" for the rest.
+// Per parameter of a demangled signature: "float", "double", "half" or "bfloat16" for a pointer to
+// such elements (or their vector types: nvcc_opt::element_kind), "pointer" for any other pointer,
+// "value" for the rest.
 std::vector<std::string> pointer_types(const std::string& signature)
 {
     std::vector<std::string> types;
@@ -216,14 +219,8 @@ std::vector<std::string> pointer_types(const std::string& signature)
             }
         }
         bool pointer = !kept.empty() && kept.back() == '*' && kept.find('*') == kept.size() - 1;
-        std::string base = pointer ? kept.substr(0, kept.size() - 1) : "";
-        if (base == "float" || base == "float2" || base == "float4") {
-            type = "float";
-        } else if (base == "double" || base == "double2" || base == "double4") {
-            type = "double";
-        } else {
-            type = pointer ? "pointer" : "value";
-        }
+        std::string kind = pointer ? nvcc_opt::element_kind(kept.substr(0, kept.size() - 1)) : "";
+        type = !kind.empty() ? kind : pointer ? "pointer" : "value";
     }
     return types;
 }
@@ -309,20 +306,13 @@ void compare(size_t index, const Allocation& a, uint64_t pre, uint64_t post)
     }
     uint64_t differing = 0, first = 0, elements = 0;
     double first_b = 0, first_c = 0, worst = 0;
-    if (a.type == "float" || a.type == "double") {
-        bool f32 = a.type == "float";
-        size_t width = f32 ? 4 : 8;
+    size_t width = nvcc_opt::element_width(a.type);
+    if (width != 0) {
         elements = bytes / width;
         double scale = 0;
+        double tolerance = nvcc_opt::element_tolerance(a.type, g_state.rtol);
         auto value = [&](const std::vector<unsigned char>& v, size_t i) {
-            if (f32) {
-                float x;
-                std::memcpy(&x, v.data() + i * 4, 4);
-                return static_cast<double>(x);
-            }
-            double x;
-            std::memcpy(&x, v.data() + i * 8, 8);
-            return x;
+            return nvcc_opt::element_at(v.data(), i, a.type);
         };
         for (size_t i = 0; i < elements; ++i) {
             double b = value(theirs, i);
@@ -335,7 +325,7 @@ void compare(size_t index, const Allocation& a, uint64_t pre, uint64_t post)
             double b = value(theirs, i), c = value(mine, i);
             bool same = (std::isnan(b) && std::isnan(c)) || b == c;
             double err = std::fabs(c - b) / std::max(std::fabs(b), scale);
-            if (!same && !(err <= g_state.rtol)) {
+            if (!same && !(err <= tolerance)) {
                 if (differing++ == 0) {
                     first = i, first_b = b, first_c = c;
                 }
@@ -416,28 +406,22 @@ void end_call()
     if (s.call >= s.calls_checked) {
         return;
     }
-    // Change every float and double element before the next call, the same in every process;
-    // not small tables the record's call only read (an honest rewrite may keep them constant).
+    // Change every float, double, half and bfloat16 element before the next call, alike in every
+    // process; not small tables the record's call only read (an honest rewrite may keep them
+    // constant).
     for (size_t i = 0; i < s.allocations.size(); ++i) {
         const Allocation& a = s.allocations[i];
-        if (a.type == "other" || !a.resolved || (a.size <= kSmallTable && record_read_only(i)) ||
+        bool small_table = a.size <= kSmallTable && record_read_only(i);
+        if (nvcc_opt::element_width(a.type) == 0 || !a.resolved || small_table ||
             !copy_out(a, a.size)) {
             continue;
         }
         uint64_t seed = (static_cast<uint64_t>(s.call + 1) * 1000003u + i) ^ (s.salt << 20);
-        if (a.type == "float") {
-            float* v = reinterpret_cast<float*>(g_host.data());
-            for (size_t k = 0; k < a.size / 4; ++k) {
-                double u = unit(seed, k);
-                v[k] = std::isfinite(v[k]) ? static_cast<float>(v[k] * (1.0 + 0.125 * u))
-                                           : static_cast<float>(u);
-            }
-        } else {
-            double* v = reinterpret_cast<double*>(g_host.data());
-            for (size_t k = 0; k < a.size / 8; ++k) {
-                double u = unit(seed, k);
-                v[k] = std::isfinite(v[k]) ? v[k] * (1.0 + 0.125 * u) : u;
-            }
+        unsigned char* v = g_host.data();
+        for (size_t k = 0; k < a.size / nvcc_opt::element_width(a.type); ++k) {
+            double u = unit(seed, k);
+            double x = nvcc_opt::element_at(v, k, a.type);
+            nvcc_opt::set_element(v, k, a.type, std::isfinite(x) ? x * (1.0 + 0.125 * u) : u);
         }
         if (g_cu.memcpy_htod(a.base, g_host.data(), a.size) != CUDA_SUCCESS) {
             s.lines.push_back("state_error call " + std::to_string(s.call) + " change failed");
@@ -545,7 +529,7 @@ void region_launch(CUfunction f, void** params, void** extra, const std::string&
                 a.base = base;
                 a.size = length;
                 a.type = size == 8 && index < types.size() ? types[index] : "other";
-                a.type = a.type == "float" || a.type == "double" ? a.type : "other";
+                a.type = nvcc_opt::element_width(a.type) != 0 ? a.type : "other";
                 a.first_seen = signature + " parameter " + std::to_string(index + 1);
                 s.allocations.push_back(a);
                 known = static_cast<int>(s.allocations.size()) - 1;

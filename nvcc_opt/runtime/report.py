@@ -34,7 +34,7 @@ class Allocation:
     index: int
     base: str  # hex address (in the process that wrote the report)
     size: int
-    type: str  # float, double or other
+    type: str  # float, double, half, bfloat16 or other: the elements the state check changes
     seen: str  # the kernel signature and parameter that first reached it
     ordinal: int = -1  # the process's how-many-th allocation: the same in every run
 

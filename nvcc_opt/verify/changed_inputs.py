@@ -8,7 +8,7 @@ state check's changed calls included, and the timed runs show a gain the applica
 on its real data. No reading of the source finds every such test; a measurement does.
 
 The state check's three runs (the original twice, the candidate once) go through the same calls as
-a timed run, but with the region's float and double data changed before each of calls 2..K (salted
+a timed run, but with the region's floating-point data changed before each of calls 2..K (salted
 per check, so no candidate can know the changed values in advance), and every later call goes on
 from there. nvcc-opt's channel measures the region's GPU time of each whole run. So the candidate's
 total against the original's (the mean of its two runs) is its speedup on changed inputs, over the
@@ -23,8 +23,8 @@ all there. Both allowances widen with the noise the original shows between its o
 (SPREAD times their relative difference): a GPU that other work shares moves every time.
 
 Not judged (a note says why): the region made one call per run (nothing after a change), the state
-check changed nothing (the region reaches no float or double data: integer, half or struct data is
-never changed), or the region's GPU time is too short to compare.
+check changed nothing (the region reaches no float, double, half or bfloat16 data: integer and
+struct data are never changed), or the region's GPU time is too short to compare.
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ def _unjudged(times: StateTimes) -> str:
         return "the region made one call per run: no call ran after a change"
     if not times.changed:
         return (
-            "the state check changed no input: the region reaches no float or double data "
-            "through float* or double* parameters"
+            "the state check changed no input: the region reaches no float, double, half or "
+            "bfloat16 data through pointer parameters of those types"
         )
     if min(times.record_ns, times.again_ns, times.candidate_ns) <= 0:
         return "a state run measured no GPU time for the region"

@@ -1,7 +1,7 @@
 """The state check's timing rule: calls whose inputs repeat may not get faster than the
 original's do.
 
-The state check (verify/state.py) changes the region's float and double data before calls 2..K
+The state check (verify/state.py) changes the region's floating-point data before calls 2..K
 of its runs; every later call repeats the inputs of the call before it. A candidate that keeps
 results across calls, even one that recomputes whenever it notices a change, does less work on
 those repeated calls. The channel times each call on the GPU (calls 1..PER_CALL_TIMES one by

@@ -10,9 +10,10 @@ with nvcc-opt's channel (runtime/channel.cpp) in it, three times:
 1. the baseline, "record": the region's first `[verify] state_calls` calls are watched. A call is
    one launch of the region's kernels when the region holds kernels only, else the launches of
    its kernels between two launches of other kernels. After each, every allocation the region's
-   arguments reach is copied out; before each call but the first, every float and double element
-   of them is changed (x -> x * (1 + u/8), u in [0.5, 1) from a sequence salted per check):
-   inputs, outputs and scratch alike, so nothing an earlier call left is still right.
+   arguments reach is copied out; before each call but the first, every float, double, half and
+   bfloat16 element of them is changed (x -> x * (1 + u/8), u in [0.5, 1) from a sequence salted
+   per check, rounded to nearest: runtime/elements.h): inputs, outputs and scratch alike, so
+   nothing an earlier call left is still right.
    Allocations are matched between processes by the order the program made them (addresses
    differ from run to run).
    Small tables the original only reads (64 KiB at most: coefficients, weights) keep their
@@ -21,10 +22,11 @@ with nvcc-opt's channel (runtime/channel.cpp) in it, three times:
    order) is the program's own noise, not the candidate's.
 3. the candidate, "compare", with the same changes at the same calls: its copies must match the
    record's element by element (`[verify] state_rtol` against the larger of the element and the
-   buffer's RMS, for floats; bit for bit otherwise), allocations the original leaves as they are
-   must stay as they are bit for bit (a note written into an input), it must make as many calls,
-   reach no memory the original does not, and its program output under the changed inputs must
-   be the original's.
+   buffer's RMS, for floating point, never under two units in the last place of a half or
+   bfloat16; bit for bit otherwise), allocations the original leaves as they are must stay as
+   they are bit for bit (a note written into an input), it must make as many calls, reach no
+   memory the original does not, and its program output under the changed inputs must be the
+   original's.
 A buffer the original writes in a call and the candidate leaves alone counts as scratch the
 candidate no longer needs (a fused kernel's intermediate) only while the program's output still
 agrees; otherwise it is the output of a skipped call.
@@ -125,9 +127,12 @@ def state_times(runs: StateRuns, kernels: RegionKernels) -> StateTimes | None:
     return StateTimes(a, b, c, record.calls, _changes_data(record))
 
 
+CHANGED_TYPES = ("float", "double", "half", "bfloat16")  # the elements the channel changes
+
+
 def _changes_data(record: report.State) -> bool:
-    """Whether the check changes anything the region reaches: float and double elements only."""
-    return any(a.type in ("float", "double") for a in record.allocations)
+    """Whether the check changes anything the region reaches (CHANGED_TYPES elements only)."""
+    return any(a.type in CHANGED_TYPES for a in record.allocations)
 
 
 def _settings(config: ProjectConfig, kernels: RegionKernels, data: Path) -> list[str]:
@@ -201,11 +206,11 @@ def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> l
         return []
     if not _changes_data(record):
         notes.append(
-            "state check: the region's arguments reach no float or double data (through "
-            "float* or double* parameters), the only kind it changes between calls (integer, "
-            "half and struct data are left as they are), so results kept from one call to the "
-            "next are caught only by their times: calls after the first may not get much "
-            "faster than the original's do"
+            "state check: the region's arguments reach no float, double, half or bfloat16 "
+            "data (through pointer parameters of those types), the only kinds it changes "
+            "between calls (integer and struct data are left as they are), so results kept "
+            "from one call to the next are caught only by their times: calls after the first "
+            "may not get much faster than the original's do"
         )
     reasons = _call_reasons(record, cand)
     reasons += [f"state: {p}" for p in cand.problems]
