@@ -218,6 +218,70 @@ def test_reductions_that_other_code_could_see_differ_are_left_alone(code: str, w
     assert warp_shuffle_tail(code, FACTS) is None, why
 
 
+# A reduction as real code writes it: dynamic shared memory, the thread index and block extent
+# named once, a braced guard, a comment on every step (written here, not taken from the suite).
+DYNAMIC = """\
+__global__ void count_marked(const int* __restrict__ marks, int* __restrict__ per_block, int n)
+{
+  extern __shared__ int cache[];
+  const int lid = threadIdx.x;
+  const int width = blockDim.x;
+  const int gid = blockIdx.x * width + lid;
+  cache[lid] = (gid < n && marks[gid] != 0) ? 1 : 0;  // one flag per thread
+  __syncthreads();
+  for (int half = width / 2; half > 0; half /= 2) {
+    if (lid < half) {
+      cache[lid] += cache[lid + half];  /* fold the upper half down */
+    }
+    // every thread waits before the next fold
+    __syncthreads();
+  }
+  if (lid == 0) per_block[blockIdx.x] = cache[0];
+}
+"""
+DYNAMIC_FACTS = Facts(block_sizes={"count_marked": 128})
+
+
+def test_a_reduction_in_dynamic_shared_memory_with_named_extents_and_comments() -> None:
+    new = warp_shuffle_tail(DYNAMIC, DYNAMIC_FACTS)
+    assert new is not None
+    assert "for (int half = width / 2; half > 16; half /= 2) {" in new
+    assert "int nvcc_opt_sum = cache[threadIdx.x];" in new
+    assert "/* fold the upper half down */" in new  # the user's comments stay
+
+
+SECOND = "  extern __shared__ int cache[];\n  extern __shared__ int spare[];"
+READ_SPARE = "  per_block[gid % 7] += spare[lid];\n  if (lid == 0) per_block"
+HELPER = "__device__ int peek(int i) { extern __shared__ int other[]; return other[i]; }\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "why"),
+    [
+        (DYNAMIC.replace("  extern __shared__ int cache[];", SECOND).replace(
+            "  if (lid == 0) per_block", READ_SPARE),
+         "a second extern shared array in the kernel is the same memory"),
+        ("extern __shared__ int scratch[];\n" + DYNAMIC,
+         "an extern shared array at file scope is the same memory"),
+        (HELPER + DYNAMIC,
+         "a helper's extern shared array is the same memory"),
+        (DYNAMIC.replace("const int width = blockDim.x;", "int width = blockDim.x;\n  width -= 0;"),
+         "the extent's name is changed"),
+    ],
+)  # fmt: skip
+def test_dynamic_shared_memory_that_another_name_may_reach_is_left_alone(
+    code: str, why: str
+) -> None:
+    assert warp_shuffle_tail(code, DYNAMIC_FACTS) is None, why
+
+
+@needs_nvcc
+def test_the_dynamic_shared_rewrite_compiles(tmp_path: Path) -> None:
+    new = warp_shuffle_tail(DYNAMIC, DYNAMIC_FACTS)
+    assert new is not None
+    assert_compiles(new, tmp_path)
+
+
 def test_a_scan_whose_add_rounds_to_another_type_is_left_alone() -> None:
     """`int add` of a `long long` array cuts each partial sum to 32 bits: not the same sums."""
     wide = SCAN.replace("__shared__ int buf", "__shared__ long long buf")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nvcc_opt.search.annotate import const_restrict, hoist, launch_bounds, ldg, restrict
-from nvcc_opt.search.cuda import Source
+from nvcc_opt.search.cuda import Source, squeeze
 from nvcc_opt.search.kernel_facts import Facts
 from nvcc_opt.search.launches import (
     aliased,
@@ -160,3 +160,12 @@ void run(const int* in, int* out, int* scratch, int n) {
     assert not aliased_by_callers(recursive.replace("run(scratch, scratch,", "run(in, scratch,"),
                                   "step", [0, 1])  # fmt: skip
     assert not aliased_by_callers(recursive, "other", [0, 1])
+
+
+def test_forms_are_compared_without_comments_but_with_their_strings() -> None:
+    """Real code comments its steps; a comment never makes two statements differ, and a `//`
+    inside a string is not a comment (the text after it is still compared)."""
+    assert squeeze("s[t] += s[t + h];  // fold\n") == squeeze("s[t]+=s[t+h];")
+    assert squeeze("a /* first */ + b") == "a+b"
+    assert squeeze('printf("x // y"); n += 1;') == 'printf("x//y");n+=1;'
+    assert squeeze("c = '/'; // done") == "c='/';"

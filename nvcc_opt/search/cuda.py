@@ -10,6 +10,7 @@ edit that would change a blanked byte is refused (`edited`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -253,9 +254,14 @@ def define(found: dict[str, str], dropped: set[str], name: str, value: str) -> N
     found[name] = value
 
 
+# A string or character literal (kept), a comment or whitespace (dropped), for `squeeze`.
+_LEXEMES = re.compile(r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|//[^\n]*|/\*.*?\*/|\s+", re.S)
+
+
 def squeeze(text: str) -> str:
-    """`text` without any whitespace, for comparing small expressions by their form."""
-    return "".join(text.split())
+    """`text` without any whitespace or comment, for comparing small expressions and statements
+    by their form (real code comments its steps: `x += y; // accumulate`)."""
+    return _LEXEMES.sub(lambda m: "".join(m[0].split()) if m[0][0] in "\"'" else "", text)
 
 
 def function_of(node: tree_sitter.Node) -> tree_sitter.Node | None:

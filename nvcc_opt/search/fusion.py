@@ -172,6 +172,8 @@ def _runs(
     runs: list[list[tree_sitter.Node]] = []
     current: list[tree_sitter.Node] = []
     for statement in [*body.named_children, None]:
+        if statement is not None and statement.type == "comment":
+            continue  # a comment between two launches keeps them consecutive
         if current and statement is not None and _error_check(source, statement):
             continue
         launched = _launched(source, statement) if statement is not None else ()

@@ -175,7 +175,12 @@ def thread_aliases(source: Source, kernel: Kernel, axis: str = "x") -> set[str]:
     """`threadIdx.x` and the names a kernel gives it once and never changes (`unsigned tid =
     threadIdx.x;`): declared once in the kernel, not a parameter, never assigned, updated,
     taken by address or passed to a call by name (which could take it by reference)."""
-    builtin = f"threadIdx.{axis}"
+    return builtin_aliases(source, kernel, f"threadIdx.{axis}")
+
+
+def builtin_aliases(source: Source, kernel: Kernel, builtin: str) -> set[str]:
+    """`builtin` (`threadIdx.x`, `blockDim.x`) and the names a kernel gives it as
+    `thread_aliases` finds them (`const int local_size = blockDim.x;`)."""
     declared: dict[str, int] = {}
     aliases: set[str] = set()
     changed: set[str] = set()

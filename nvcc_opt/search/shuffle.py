@@ -42,7 +42,13 @@ from nvcc_opt.search.cuda import (
     indentation,
     walk,
 )
-from nvcc_opt.search.kernel_facts import WARP, Facts, thread_aliases
+from nvcc_opt.search.kernel_facts import (
+    WARP,
+    Facts,
+    builtin_aliases,
+    statements,
+    thread_aliases,
+)
 from nvcc_opt.search.shuffle_shapes import (
     each_loop,
     int_counter,
@@ -85,7 +91,9 @@ def _tree_loop(
     if counter is None:
         return None
     stride, value = counter
-    if squeezed(source, value) not in ("blockDim.x/2", "blockDim.x>>1") and (
+    extents = builtin_aliases(source, kernel, "blockDim.x")  # `local_size = blockDim.x`
+    halves = {f"{e}/2" for e in extents} | {f"{e}>>1" for e in extents}
+    if squeezed(source, value) not in halves and (
         kernel_constant(source, kernel, value, names) != size // 2
     ):
         return None
@@ -100,10 +108,10 @@ def _tree_loop(
     ):
         return None
     body = loop.child_by_field_name("body")
-    statements = [] if body is None else body.named_children
-    if len(statements) != 2 or squeezed(source, statements[1]) != "__syncthreads();":
+    steps = [] if body is None else statements(body)
+    if len(steps) != 2 or squeezed(source, steps[1]) != "__syncthreads();":
         return None
-    guard = statements[0]
+    guard = steps[0]
     if guard.type != "if_statement" or guard.child_by_field_name("alternative") is not None:
         return None
     threads = thread_aliases(source, kernel)

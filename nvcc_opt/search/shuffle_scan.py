@@ -32,7 +32,7 @@ from nvcc_opt.search.cuda import (
     indentation,
     operator_type,
 )
-from nvcc_opt.search.kernel_facts import WARP, Facts, thread_aliases
+from nvcc_opt.search.kernel_facts import WARP, Facts, statements, thread_aliases
 from nvcc_opt.search.shuffle_shapes import (
     INTEGERS,
     each_loop,
@@ -90,7 +90,7 @@ def _scan_loop(
     ):
         return None
     body = loop.child_by_field_name("body")
-    steps = [] if body is None else body.named_children
+    steps = [] if body is None else statements(body)
     if len(steps) != 4 or steps[0].type != "declaration":
         return None
     if not all(squeezed(source, steps[i]) == "__syncthreads();" for i in (1, 3)):

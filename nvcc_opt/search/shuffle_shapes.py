@@ -125,7 +125,24 @@ def only_indexed(source: Source, kernel: Kernel, array: str) -> bool:
             return False  # a parameter, a pointer declared to it, the name passed or copied
         elif parent.parent is not None and parent.parent.type == "pointer_expression":
             return False  # `&buf[0]`: a pointer into it
-    return declarations == 1 and not extern_shared(source)
+    return declarations == 1 and _own_shared(source, kernel)
+
+
+def _own_shared(source: Source, kernel: Kernel) -> bool:
+    """Whether no other array may be the same memory as the kernel's shared arrays: every
+    `extern __shared__` array is the same memory, so at most one may be declared outside the
+    other kernels (in this kernel, a helper it may call, or at file scope)."""
+    if not extern_shared(source):
+        return True
+    others = [k.node for k in source.kernels() if k.node != kernel.node]
+    seen = [
+        node
+        for node in walk(source.root)
+        if node.type == "declaration"
+        and {"extern", "__shared__"} <= set(source.text(node).split("[")[0].split())
+        and not any(o.start_byte <= node.start_byte < o.end_byte for o in others)
+    ]
+    return len(seen) == 1 and kernel.node.start_byte <= seen[0].start_byte < kernel.node.end_byte
 
 
 def kernel_constant(

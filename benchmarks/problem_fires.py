@@ -1,0 +1,85 @@
+"""Which search transforms fire on the regions of a problem set (`nvcc-opt train problems`, e.g.
+HeCBench's kernels imported from a user's checkout): real code from outside this repository, read
+as the snapshot reads the suite (nvcc_opt/search/snapshot.py: facts from the region's file and the
+headers beside it), without a GPU. Single-kernel problems only (a pair repeats its kernels).
+
+    python benchmarks/problem_fires.py SET [--out FILE.json]
+
+Prints, per transform, on how many regions it fires and why it is refused elsewhere (a missing
+fact: aliasing or block size unknown; or no instance of its pattern), then the regions where
+nothing fires but a flag change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from nvcc_opt.regions.scan import scan
+from nvcc_opt.search.snapshot import NO_KERNEL, file_units, outcome
+from nvcc_opt.search.transforms import TRANSFORMS
+
+SOURCES = (".cu", ".cuh", ".cpp", ".h", ".hpp")
+
+
+def tagged_files(app: Path) -> list[Path]:
+    return [
+        p
+        for p in sorted(app.rglob("*"))
+        if p.suffix in SOURCES and p.is_file() and scan(p.read_bytes()).regions
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("set", type=Path)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    problems = [
+        json.loads(line)
+        for split in ("train.jsonl", "eval.jsonl")
+        if (args.set / split).is_file()
+        for line in (args.set / split).read_text().splitlines()
+        if line.strip()
+    ]
+    fires: Counter[str] = Counter()
+    refused: dict[str, Counter[str]] = {t.name: Counter() for t in TRANSFORMS}
+    rows: dict[str, dict[str, str]] = {}
+    regions = 0
+    for problem in problems:
+        if problem.get("kind") != "single":
+            continue
+        app = args.set / problem["app"]
+        for path in tagged_files(app):
+            for unit in file_units(problem["id"], path, app):
+                outcomes = {t.name: outcome(t, unit) for t in TRANSFORMS}
+                if all(o == NO_KERNEL for o in outcomes.values()):
+                    continue
+                regions += 1
+                rows[f"{problem['id']}:{unit.name}"] = outcomes
+                for name, said in outcomes.items():
+                    if said.startswith("fires"):
+                        fires[name] += 1
+                    else:
+                        refused[name][said] += 1
+    print(f"{regions} regions of {len(problems)} problems (single kernels)\n")
+    print("| transform | fires | refused: aliasing unknown | block size unknown | no pattern |")
+    print("|---|---:|---:|---:|---:|")
+    for t in TRANSFORMS:
+        r = refused[t.name]
+        print(
+            f"| {t.name} | {fires[t.name]} | {r['refused: aliasing unknown']} | "
+            f"{r['refused: block size unknown']} | {r['refused: no pattern']} |"
+        )
+    none = [name for name, o in rows.items() if not any(v.startswith("fires") for v in o.values())]
+    print(f"\nregions where no transform fires: {len(none)} of {regions}")
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
