@@ -1,13 +1,14 @@
 """Which search transforms fire on the regions of a problem set (`nvcc-opt train problems`, e.g.
 HeCBench's kernels imported from a user's checkout): real code from outside this repository, read
-as the snapshot reads the suite (nvcc_opt/search/snapshot.py: facts from the region's file and the
-headers beside it), without a GPU. Single-kernel problems only (a pair repeats its kernels).
+as the snapshot reads the suite (nvcc_opt/search/snapshot.py: facts from the region's file and
+the headers beside it), with the launches of every source file of the app as the policy's
+`search` finds them, without a GPU. Pairs are left out (a pair repeats its kernels).
 
     python benchmarks/problem_fires.py SET [--out FILE.json]
 
 Prints, per transform, on how many regions it fires and why it is refused elsewhere (a missing
-fact: aliasing or block size unknown; or no instance of its pattern), then the regions where
-nothing fires but a flag change.
+fact: aliasing or block size unknown; or no instance of its pattern), then how many regions no
+transform changes (only flags could).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from nvcc_opt.search.snapshot import NO_KERNEL, file_units, outcome
 from nvcc_opt.search.transforms import TRANSFORMS
 
 SOURCES = (".cu", ".cuh", ".cpp", ".h", ".hpp")
+LAUNCHERS = (".cu", ".cuh", ".cpp")  # files whose launches count for every region of the app
 
 
 def tagged_files(app: Path) -> list[Path]:
@@ -50,11 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, dict[str, str]] = {}
     regions = 0
     for problem in problems:
-        if problem.get("kind") != "single":
+        if problem.get("kind", "single") == "pair":
             continue
         app = args.set / problem["app"]
+        programs = tuple(p for p in sorted(app.rglob("*")) if p.suffix in LAUNCHERS and p.is_file())
         for path in tagged_files(app):
-            for unit in file_units(problem["id"], path, app):
+            for unit in file_units(problem["id"], path, app, programs):
                 outcomes = {t.name: outcome(t, unit) for t in TRANSFORMS}
                 if all(o == NO_KERNEL for o in outcomes.values()):
                     continue
@@ -65,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                         fires[name] += 1
                     else:
                         refused[name][said] += 1
-    print(f"{regions} regions of {len(problems)} problems (single kernels)\n")
+    print(f"{regions} regions of {len(problems)} problems (pairs left out)\n")
     print("| transform | fires | refused: aliasing unknown | block size unknown | no pattern |")
     print("|---|---:|---:|---:|---:|")
     for t in TRANSFORMS:

@@ -73,7 +73,9 @@ def units(root: Path = ROOT) -> list[Unit]:
     return found
 
 
-def file_units(group: str, path: Path, root: Path) -> list[Unit]:
+def file_units(group: str, path: Path, root: Path, launchers: tuple[Path, ...] = ()) -> list[Unit]:
+    """The units of `path`; the launches in `launchers` (other files of the program, as the
+    policy's `search` finds them) count beside the file's own."""
     data = path.read_bytes()
     text = data.decode("utf-8", "replace")
     # the constants the policy's `search` would find: the file's and its folder's headers'
@@ -89,7 +91,10 @@ def file_units(group: str, path: Path, root: Path) -> list[Unit]:
         named |= pointer_names(h.read_text(errors="replace"))
         named |= pointer_holders(h.read_text(errors="replace"))
     pointers = pointer_aliases(text, pointers)
-    facts_of_file = launches(text), {**names, **definitions(text)}, type_aliases(text, types)
+    found = launches(text)
+    for other in launchers:
+        found += launches(other.read_text(errors="replace")) if other != path else []
+    facts_of_file = found, {**names, **definitions(text)}, type_aliases(text, types)
     name = str(path.relative_to(root))
     regions = scan(data).regions
     pieces = [(f"{name}:{r.name}", region_text(data, r)) for r in regions] or [(name, text)]
