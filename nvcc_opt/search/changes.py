@@ -17,6 +17,7 @@ FIRST = (
     "warp_rows",
     "tile_matmul",
     "shared_atomics",
+    "warp_aggregate",
     "stage_table",
     "preload_run",
     "split_division",

@@ -32,6 +32,7 @@ FEWER_INSTRUCTIONS = {
     "fuse_loops", "drop_undo",
 }  # fmt: skip
 FEWER_BARRIERS = {"warp_shuffle_tail", "warp_shuffle_scan"}
+FEWER_ATOMICS = {"warp_aggregate", "shared_atomics"}
 MORE_WARPS = {
     "launch_bounds", "block_half", "block_quarter", "block_double", "maxrregcount",
     "min_blocks_double",
@@ -42,6 +43,7 @@ TRANSCENDENTAL = re.compile(
     r"|pow|erf|erfc|sqrt|rsqrt|cbrt|hypot|sincos)f?\s*\("
 )
 LOOP = re.compile(r"\b(for|while)\s*\(")
+ATOMIC_ADD = re.compile(r"\batomicAdd\s*\(")
 LOW_OCCUPANCY_PCT = 50.0
 STALL_SHARE = 0.2  # a stall reason this large is worth acting on
 
@@ -58,6 +60,9 @@ def ordered(
 ) -> list[Change]:
     """`changes` best first, each with the fact that ranked it (empty: the default order)."""
     rules = _profile_rules(profile) + _analysis_rules(analysis) + _static_rules(code, profile)
+    if ATOMIC_ADD.search(code):  # contention on an atomic's address shows in no other fact
+        rules.append(Rule(1, frozenset(FEWER_ATOMICS), "the code adds with atomicAdd: fewer "
+                          "atomics on a contended address"))  # fmt: skip
     ranked = []
     for at, change in enumerate(changes):
         family = "maxrregcount" if change.name.startswith("maxrregcount") else change.name

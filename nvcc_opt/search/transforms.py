@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nvcc_opt.search import (
+    aggregate,
     annotate,
     blocks,
     division,
@@ -154,6 +155,13 @@ TRANSFORMS: tuple[Transform, ...] = (
         "shared_atomics",
         "atomic adds onto a few counters privatized per block in shared memory",
         privatize.shared_atomics,
+    ),
+    Transform(
+        "warp_aggregate",
+        "atomic adds onto one address summed within each warp first (one atomic per warp)",
+        aggregate.warp_aggregate,
+        numerics="float and double sums added in another order (an atomic sum's order changes"
+        " from run to run too)",
     ),
     Transform(
         "warp_shuffle_tail",

@@ -1,0 +1,142 @@
+"""The search policy's warp-aggregated atomics: one atomicAdd per warp onto a warp-uniform address
+(nvcc_opt/search/aggregate.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nvcc_opt.search.aggregate import warp_aggregate
+from nvcc_opt.search.changes import transform_changes
+from nvcc_opt.search.transforms import Facts
+from tests.conftest import gpu_available, needs_nvcc
+from tests.cuda_programs import assert_compiles, assert_program_passes
+
+# Counts of the values over a threshold, and their sum, per row of a batch (2D grid): one
+# unsigned and one double atomic per row, under a guard that splits warps.
+COUNTS = """\
+__global__ void over(const double* v, double t, unsigned* count, double* sum, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double x = v[blockIdx.y * n + i];
+  if (x > t) {
+    atomicAdd(&count[blockIdx.y], 1u);
+    atomicAdd(sum + blockIdx.y, x);
+  }
+}
+"""
+
+
+def test_each_uniform_add_sums_its_warp_first_and_keeps_its_value() -> None:
+    new = warp_aggregate(COUNTS, Facts())
+    assert new is not None
+    assert new.count("= __activemask();") == 2
+    assert "unsigned nvcc_opt_add = (unsigned)(1u);" in new
+    assert "double nvcc_opt_add = (double)(x);" in new
+    assert "if (nvcc_opt_lane == 0) atomicAdd(&count[blockIdx.y], nvcc_opt_add);" in new
+    assert "if (nvcc_opt_lane == 0) atomicAdd(sum + blockIdx.y, nvcc_opt_add);" in new
+    assert new.count("atomicAdd(") == 4  # one per warp, and the lane-by-lane fallback
+
+
+def test_the_policy_offers_it_saying_it_reorders_float_sums() -> None:
+    [change] = [c for c in transform_changes(COUNTS, Facts()) if c.name == "warp_aggregate"]
+    assert "another order" in change.numerics
+
+
+ONE = """\
+__global__ void total(const float* v, float* sum, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(sum, v[i]);
+}
+"""
+USED = "if (i < n) { float before = atomicAdd(sum, v[i]); if (before < 0) sum[1] = 0; }"
+CALLED = "__device__ int next();\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "why"),
+    [
+        (ONE.replace("atomicAdd(sum,", "atomicAdd(&sum[threadIdx.x],"), "a lane's own address"),
+        (ONE.replace("atomicAdd(sum,", "atomicAdd(&sum[i / 32],"), "a local in the address"),
+        (ONE.replace("if (i < n)", "n += 1;\n  if (i < n)").replace("atomicAdd(sum,",
+         "atomicAdd(sum + n,"), "a parameter the kernel changes"),
+        (ONE.replace("float* sum", "__half* sum").replace("float* v", "__half* v"),
+         "a type shuffles do not carry here"),
+        (ONE.replace("if (i < n) atomicAdd(sum, v[i]);", USED), "the result is used"),
+        (ONE.replace("  if (i < n)", "  if (i == 0) v = sum;\n  if (i < n)").replace(
+            "const float* v", "float* v"), "the target is read or copied elsewhere"),
+        (CALLED + ONE.replace("atomicAdd(sum,", "atomicAdd(sum + next(),"),
+         "a call in the address"),
+        ("__device__ int g;\n" + ONE.replace("atomicAdd(sum,", "atomicAdd(sum + g,"),
+         "a file-scope variable could change between lanes"),
+    ],
+)  # fmt: skip
+def test_adds_that_are_not_one_address_per_warp_are_left_alone(code: str, why: str) -> None:
+    assert warp_aggregate(code, Facts()) is None, why
+
+
+def test_a_constant_found_with_search_may_name_the_address() -> None:
+    code = COUNTS.replace("&count[blockIdx.y]", "&count[kSlot]").replace(
+        "sum + blockIdx.y", "sum + kSlot"
+    )
+    assert warp_aggregate(code, Facts()) is None  # kSlot: a variable, for all it knows
+    assert warp_aggregate(code, Facts(names={"kSlot": "3"})) is not None
+
+
+@needs_nvcc
+def test_the_aggregated_kernel_compiles(tmp_path: Path) -> None:
+    new = warp_aggregate(COUNTS, Facts())
+    assert new is not None
+    assert_compiles(new, tmp_path)
+
+
+PROGRAM = """\
+#include <cstdio>
+#include <cmath>
+#include <cuda_runtime.h>
+{original}
+namespace aggregated {{
+{rewritten}
+}}
+__global__ void scattered(const double* v, unsigned* count, double* sum, int n) {{
+  // lanes split by a branch whose lanes are not 0..k-1: the lane-by-lane path
+  {rewritten_odd}
+}}
+int main() {{
+  const int n = 1000003, rows = 3;
+  double *v, *s1, *s2;
+  unsigned *c1, *c2;
+  cudaMallocManaged(&v, sizeof(double) * n * rows);
+  cudaMallocManaged(&s1, sizeof(double) * rows);
+  cudaMallocManaged(&s2, sizeof(double) * rows);
+  cudaMallocManaged(&c1, sizeof(unsigned) * rows);
+  cudaMallocManaged(&c2, sizeof(unsigned) * rows);
+  for (int k = 0; k < n * rows; ++k) v[k] = ((k * 7919) % 1009) / 1009.0;
+  for (int r = 0; r < rows; ++r) s1[r] = s2[r] = 0, c1[r] = c2[r] = 0;
+  for (int block : {{96, 100, 256}}) {{  // whole warps, a partial last warp, 8 warps
+    dim3 grid((n + block - 1) / block, rows);
+    over<<<grid, block>>>(v, 0.5, c1, s1, n);
+    aggregated::over<<<grid, block>>>(v, 0.5, c2, s2, n);
+  }}
+  cudaDeviceSynchronize();
+  int wrong = 0;
+  for (int r = 0; r < rows; ++r) {{
+    wrong += c1[r] != c2[r];
+    wrong += fabs(s1[r] - s2[r]) > 1e-9 * fabs(s1[r]);
+  }}
+  printf("rows that differ: %d (count %u vs %u)\\n", wrong, c1[0], c2[0]);
+  return wrong == 0 ? 0 : 1;
+}}
+"""
+
+
+@needs_nvcc
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
+def test_the_warp_sums_equal_the_atomics_one_by_one_on_a_gpu(tmp_path: Path) -> None:
+    """Exact counts and the same double sums (to rounding) with whole warps, a partial last warp
+    and warps split by the threshold's branch (any set of lanes)."""
+    rewritten = warp_aggregate(COUNTS, Facts())
+    assert rewritten is not None
+    assert_program_passes(PROGRAM.format(original=COUNTS, rewritten=rewritten), tmp_path)
