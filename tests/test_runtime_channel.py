@@ -69,6 +69,8 @@ def test_a_report_reads_back() -> None:
 def test_the_state_check_knows_how_many_calls_the_channel_times_one_by_one() -> None:
     source = (Path(build.__file__).with_name("channel.cpp")).read_text()
     assert f"constexpr int kMaxEpisodesTimed = {repeat_times.PER_CALL_TIMES};" in source
+    assert state.SMALL_TABLE == 64 << 10
+    assert "constexpr size_t kSmallTable = 64u << 10;" in source  # what the state check mirrors
 
 
 def test_a_report_without_its_end_line_is_incomplete(tmp_path: Path) -> None:

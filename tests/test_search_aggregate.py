@@ -76,12 +76,53 @@ def test_adds_that_are_not_one_address_per_warp_are_left_alone(code: str, why: s
     assert warp_aggregate(code, Facts()) is None, why
 
 
+BY_REFERENCE = "__device__ void pick(int& b) { b = threadIdx.x & 3; }\n"
+LAMBDA = "  auto f = [&](int b) { atomicAdd(&bins[b], v[i]); };\n  f(threadIdx.x & 7);"
+HIST = """\
+__global__ void hist(const float* v, float* bins, int b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(&bins[b], v[i]);
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "why"),
+    [
+        ("#define tx threadIdx.x\n" + HIST.replace("&bins[b]", "&bins[tx & 7]"),
+         "a macro that names the thread index"),
+        ("#define BIN (threadIdx.x % 8)\n" + HIST.replace("&bins[b]", "bins + BIN"),
+         "a macro whose value is not a number"),
+        (BY_REFERENCE + HIST.replace("  if (i < n)", "  pick(b);\n  if (i < n)"),
+         "a parameter passed by name to a call that may take it by reference"),
+        (HIST.replace("  if (i < n) atomicAdd(&bins[b], v[i]);", LAMBDA),
+         "a lambda parameter of the same name"),
+        (HIST.replace("  if (i < n)", "  (b) = threadIdx.x & 3;\n  if (i < n)"),
+         "assigned through parentheses"),
+        (HIST.replace("  if (i < n)", "  int k = 0, b = threadIdx.x & 3;\n  if (i < n)"),
+         "a second declarator of a local of the same name"),
+    ],
+)  # fmt: skip
+def test_addresses_that_only_look_uniform_are_left_alone(code: str, why: str) -> None:
+    assert warp_aggregate(code, Facts()) is None, why
+    assert warp_aggregate(HIST, Facts()) is not None
+
+
+def test_an_int_sum_wraps_in_unsigned_arithmetic_as_the_atomics_do() -> None:
+    code = HIST.replace("float* v", "int* v").replace("float* bins", "int* bins")
+    new = warp_aggregate(code, Facts())
+    assert new is not None
+    assert "unsigned nvcc_opt_add = (unsigned)(int)(v[i]);" in new
+    assert "if (nvcc_opt_lane == 0) atomicAdd(&bins[b], (int)nvcc_opt_add);" in new
+
+
 def test_a_constant_found_with_search_may_name_the_address() -> None:
     code = COUNTS.replace("&count[blockIdx.y]", "&count[kSlot]").replace(
         "sum + blockIdx.y", "sum + kSlot"
     )
     assert warp_aggregate(code, Facts()) is None  # kSlot: a variable, for all it knows
     assert warp_aggregate(code, Facts(names={"kSlot": "3"})) is not None
+    assert warp_aggregate(code, Facts(names={"kSlot": "threadIdx.x"})) is None
 
 
 @needs_nvcc

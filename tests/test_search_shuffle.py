@@ -250,6 +250,13 @@ def test_a_reduction_in_dynamic_shared_memory_with_named_extents_and_comments() 
     assert "/* fold the upper half down */" in new  # the user's comments stay
 
 
+def test_the_condition_changed_is_the_loops_own_not_its_words_in_a_comment() -> None:
+    code = DYNAMIC.replace("half = width / 2;", "half = width / 2 /* while half > 0 */;")
+    new = warp_shuffle_tail(code, DYNAMIC_FACTS)
+    assert new is not None
+    assert "/* while half > 0 */; half > 16; half /= 2)" in new
+
+
 SECOND = "  extern __shared__ int cache[];\n  extern __shared__ int spare[];"
 READ_SPARE = "  per_block[gid % 7] += spare[lid];\n  if (lid == 0) per_block"
 HELPER = "__device__ int peek(int i) { extern __shared__ int other[]; return other[i]; }\n"

@@ -24,6 +24,8 @@ ALLOCATIONS = (
     Allocation(2, "7f02", 64 << 20, "float", "update(float*) parameter 3"),
 )
 STEADY = (68_000,) * 40
+# each allocation written in calls 1..3 (before != after), as the record reports it
+WRITTEN = {(call, a.index): ("0a", "0b") for call in (1, 2, 3) for a in ALLOCATIONS}
 
 
 def state(
@@ -33,7 +35,7 @@ def state(
     call_ns: tuple[int, ...] = STEADY,
     problems: tuple[str, ...] = (),
 ) -> State:
-    return State(calls, ALLOCATIONS, call_ns, {}, compares, touched, problems)
+    return State(calls, ALLOCATIONS, call_ns, WRITTEN, compares, touched, problems)
 
 
 def run(s: State, checksum: str = "25167912.51", exit_status: int = 1) -> Run:
@@ -177,7 +179,9 @@ def test_a_second_phase_past_the_calls_timed_one_by_one_is_unlike(config) -> Non
     candidate four times as fast on the second phase only is not judged a skipper."""
 
     def phases(late_us: int) -> State:
-        return State(10_256, ALLOCATIONS, (100_000,) * 256, {}, (), (), (), 10_000 * late_us * 1000)
+        return State(
+            10_256, ALLOCATIONS, (100_000,) * 256, WRITTEN, (), (), (), 10_000 * late_us * 1000
+        )
 
     notes: list[str] = []
     original = run(phases(40))
@@ -265,3 +269,21 @@ def test_one_call_as_the_base_allows_noise_and_a_slow_first_call(config) -> None
     notes: list[str] = []
     assert state_reasons(config, StateRuns(faults, faults, faster), notes) == []
     assert any("about as long as its first call are compared" in n for n in notes), notes
+
+
+def test_a_small_table_the_calls_only_read_is_not_changed_so_call_1_is_the_base(config) -> None:  # type: ignore[no-untyped-def]
+    """The channel keeps small read-only tables as they are: a region whose only float data is a
+    4 KiB coefficient table (its other data integers) has nothing changed, so the repeat rule
+    takes call 1 as its base and a memo after call 1 is caught, with the note."""
+    table = Allocation(0, "7f00", 4 << 10, "float", "k(float const*) parameter 1")
+    ints = Allocation(1, "7f01", 64 << 20, "other", "k(int*) parameter 2")
+    read = {(call, 0): ("0a", "0a") for call in (1, 2, 3)}
+
+    def run_of(call_ns: tuple[int, ...]) -> Run:
+        return run(State(401, (table, ints), call_ns, read, (), (), ()))
+
+    notes: list[str] = []
+    memo = run_of((68_000,) + (4_000,) * 39)
+    found = state_reasons(config, StateRuns(run_of(STEADY), run_of(STEADY), memo), notes)
+    assert len(found) == 1 and "first computed (call 1)" in found[0], found
+    assert any("but small read-only tables" in n for n in notes), notes

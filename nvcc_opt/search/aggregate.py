@@ -14,12 +14,15 @@ Each lane's value is added exactly once either way.
 It applies to `atomicAdd(A, v);` whose result is not used, where A is `P`, `P + e` or `&P[e]`
 for a pointer parameter P of int, unsigned, unsigned long long, float or double elements that
 the kernel uses in no other way (no read of a partial sum), and A is the same for every thread
-of a warp: it names only parameters the kernel never changes (nor takes the address of),
-constants (the region's, or those found with `search`), `blockIdx`, `blockDim` and `gridDim`;
-no call, no assignment. A file-scope variable could change between two lanes' reads, so an
-address that names one is left alone. Float and double sums are added in another order (as any
-atomic sum's order changes from run to run): the application's tolerance must allow that, and
-benchmark_code checks it.
+of a warp: it names only parameters the kernel never changes (never assigned, updated,
+declared again, taken by address or passed to a call by name, which could take it by
+reference), integer constants (the region's, or those found with `search`, whose values are
+numbers: `#define tx threadIdx.x` is not one), `blockIdx`, `blockDim` and `gridDim`; no call,
+no assignment. A file-scope variable could change between two lanes' reads, so an address that
+names one is left alone. An int sum is added in unsigned arithmetic (it wraps as the hardware's
+atomics do, where a signed overflow would be undefined). Float and double sums are added in
+another order (as any atomic sum's order changes from run to run): the application's tolerance
+must allow that, and benchmark_code checks it.
 """
 
 from __future__ import annotations
@@ -37,11 +40,10 @@ from nvcc_opt.search.cuda import (
     fresh_name,
     identifiers,
     indentation,
-    modified,
     walk,
 )
 from nvcc_opt.search.kernel_facts import FLAT_THREAD, Facts
-from nvcc_opt.search.launches import definitions
+from nvcc_opt.search.launches import constant, definitions
 
 SHUFFLED = {"int", "unsigned", "unsigned int", "unsigned long long", "unsigned long long int"}
 SHUFFLED |= {"float", "double"}
@@ -59,7 +61,8 @@ class Add:
 
 def warp_aggregate(code: str, facts: Facts) -> str | None:
     source = Source(code)
-    constants = set(facts.names) | set(definitions(code))
+    known = {**facts.names, **definitions(code)}
+    constants = {name for name, value in known.items() if constant(value, known) is not None}
     edits = []
     for kernel in source.kernels():
         used = identifiers(source, kernel.node)
@@ -73,7 +76,7 @@ def warp_aggregate(code: str, facts: Facts) -> str | None:
 
 
 def _adds(source: Source, kernel: Kernel, constants: set[str]) -> list[Add]:
-    changed = modified(source, kernel.body) | _addressed(source, kernel)
+    changed = _changed(source, kernel)
     uniform = (set(kernel.params) - changed) | UNIFORM_BUILTINS | (constants - changed)
     found: list[Add] = []
     for pointer in kernel.pointers:
@@ -90,16 +93,36 @@ def _adds(source: Source, kernel: Kernel, constants: set[str]) -> list[Add]:
     return found
 
 
-def _addressed(source: Source, kernel: Kernel) -> set[str]:
-    """Names whose address is taken in the kernel (a call could change them through it)."""
-    return {
-        source.text(n.named_children[0])
-        for n in walk(kernel.body)
-        if n.type == "pointer_expression"
-        and source.text(n)[:1] == "&"
-        and n.named_children
-        and n.named_children[0].type == "identifier"
-    }
+def _changed(source: Source, kernel: Kernel) -> set[str]:
+    """Names the kernel's body may give another value in some thread: declared anywhere in it
+    (a local, a lambda's parameter: any declarator), assigned or updated (through parentheses
+    too), taken by address, or passed to a call by name (a reference parameter)."""
+    names: set[str] = set()
+    for node in walk(kernel.body):
+        parent = node.parent
+        if node.type == "identifier" and parent is not None:
+            passed = parent.type == "argument_list" and not _atomic_arguments(source, parent)
+            if node == parent.child_by_field_name("declarator") or passed:
+                names.add(source.text(node))
+        target = None
+        if node.type == "assignment_expression":
+            target = node.child_by_field_name("left")
+        elif node.type == "update_expression":
+            target = node.child_by_field_name("argument")
+        elif node.type == "pointer_expression" and source.text(node)[:1] == "&":
+            target = node.named_children[0] if node.named_children else None
+        while target is not None and target.type == "parenthesized_expression":
+            target = target.named_children[0] if target.named_children else None
+        if target is not None and target.type == "identifier":
+            names.add(source.text(target))
+    return names
+
+
+def _atomic_arguments(source: Source, arguments: tree_sitter.Node) -> bool:
+    """Whether `arguments` are an `atomicAdd`'s (which takes its operands by value)."""
+    call = arguments.parent
+    function = None if call is None else call.child_by_field_name("function")
+    return function is not None and source.text(function) == "atomicAdd"
 
 
 def _add(
@@ -174,12 +197,15 @@ def _uniform(source: Source, node: tree_sitter.Node, uniform: set[str]) -> bool:
 
 def _aggregated(source: Source, add: Add, names: dict[str, str]) -> bytes:
     pad = indentation(source, add.statement).decode()
-    kind, address = add.element, source.text(add.address)
+    address = source.text(add.address)
+    kind = "unsigned" if add.element == "int" else add.element  # wraps, as the atomics do
+    total = f"(int){names['add']}" if add.element == "int" else names["add"]
+    cast = f"({kind})" if kind == add.element else f"({kind})({add.element})"
     value, mask, lane, k = names["add"], names["mask"], names["lane"], names["k"]
     other = names["other"]
     lines = [
         "{  // the atomicAdd summed within the warp first: one atomic per warp",
-        f"{pad}  {kind} {value} = ({kind})({source.text(add.value)});",
+        f"{pad}  {kind} {value} = {cast}({source.text(add.value)});",
         f"{pad}  const unsigned {mask} = __activemask();",
         f"{pad}  const int {lane} = {FLAT_THREAD} & 31;",
         f"{pad}  if (({mask} & ({mask} + 1u)) == 0u) {{  // lanes 0..k-1: a tree over them",
@@ -187,9 +213,9 @@ def _aggregated(source: Source, add: Add, names: dict[str, str]) -> bytes:
         f"{pad}      {kind} {other} = __shfl_down_sync({mask}, {value}, {k});",
         f"{pad}      if ({lane} + {k} < __popc({mask})) {value} += {other};",
         f"{pad}    }}",
-        f"{pad}    if ({lane} == 0) atomicAdd({address}, {value});",
+        f"{pad}    if ({lane} == 0) atomicAdd({address}, {total});",
         f"{pad}  }} else {{",
-        f"{pad}    atomicAdd({address}, {value});",
+        f"{pad}    atomicAdd({address}, {total});",
         f"{pad}  }}",
         f"{pad}}}",
     ]

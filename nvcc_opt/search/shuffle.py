@@ -161,10 +161,15 @@ def _rewrite(
     pad = indentation(source, loop).decode()
     body = loop.child_by_field_name("body")
     assert body is not None
-    head = source.text(loop)[: body.start_byte - loop.start_byte]
     condition = loop.child_by_field_name("condition")
     assert condition is not None
-    head = head.replace(source.text(condition), f"{stride} > {WARP // 2}", 1)
+    # the condition's own bytes, not the first text like it (a comment may hold the same words)
+    data = source.data
+    head = (
+        data[loop.start_byte : condition.start_byte]
+        + f"{stride} > {WARP // 2}".encode()
+        + data[condition.end_byte : body.start_byte]
+    ).decode("utf-8", "replace")
     lines = [
         f"{head}{source.text(body)}",
         f"{pad}if (threadIdx.x < {WARP}) {{  // the last warp: shuffles, no barriers",

@@ -14,7 +14,7 @@ one, the rest as one sum), and two measures compare the candidate with the origi
 
 A candidate's ratio may not fall more than REPEAT_DROP below the lower of the original's.
 
-Where the region reaches no data the check changes (integers, half, structs), every call after
+Where the region reaches no data the check changes (integers, structs), every call after
 the first repeats its inputs, and a memo that computes once and then returns passes every
 comparison of the copies. The one call no candidate can skip is then the first (nothing is
 remembered yet in a new process), so the same two measures take call 1 as the base and calls
@@ -93,7 +93,7 @@ class Base:
 
     def limit(self, original: float) -> float:
         """The lowest ratio a candidate may show, given the original's."""
-        if self.end - self.start == 1:
+        if self.start == 0:  # call 1 alone: a noisy base
             return original * FIRST_CALL_SHARE
         return original - REPEAT_DROP
 

@@ -22,11 +22,11 @@ with nvcc-opt's channel (runtime/channel.cpp) in it, three times:
    order) is the program's own noise, not the candidate's.
 3. the candidate, "compare", with the same changes at the same calls: its copies must match the
    record's element by element (`[verify] state_rtol` against the larger of the element and the
-   buffer's RMS, for floating point, never under two units in the last place of a half or
-   bfloat16; bit for bit otherwise), allocations the original leaves as they are must stay as
-   they are bit for bit (a note written into an input), it must make as many calls, reach no
-   memory the original does not, and its program output under the changed inputs must be the
-   original's.
+   buffer's RMS, for floating point, never under 2^-9 for a half or 2^-6 for a bfloat16 (a few
+   units in the last place); bit for bit otherwise), allocations the original leaves as they
+   are must stay as they are bit for bit (a note written into an input), it must make as many
+   calls, reach no memory the original does not, and its program output under the changed
+   inputs must be the original's.
 A buffer the original writes in a call and the candidate leaves alone counts as scratch the
 candidate no longer needs (a fused kernel's intermediate) only while the program's output still
 agrees; otherwise it is the output of a skipped call.
@@ -128,11 +128,23 @@ def state_times(runs: StateRuns, kernels: RegionKernels) -> StateTimes | None:
 
 
 CHANGED_TYPES = ("float", "double", "half", "bfloat16")  # the elements the channel changes
+SMALL_TABLE = 64 << 10  # channel.cpp's kSmallTable: read-only allocations this small keep values
 
 
 def _changes_data(record: report.State) -> bool:
-    """Whether the check changes anything the region reaches (CHANGED_TYPES elements only)."""
-    return any(a.type in CHANGED_TYPES for a in record.allocations)
+    """Whether the check changed anything the region reaches, as the channel decides: elements of
+    CHANGED_TYPES, after each recorded call but the last, unless the allocation is a small table
+    that call only read (its digest unchanged)."""
+    calls = sorted({call for call, _ in record.digests})[:-1]
+    for allocation in record.allocations:
+        if allocation.type not in CHANGED_TYPES:
+            continue
+        for call in calls:
+            digest = record.digests.get((call, allocation.index))
+            read_only = digest is not None and digest[0] == digest[1]
+            if not (allocation.size <= SMALL_TABLE and read_only):
+                return True
+    return False
 
 
 def _settings(config: ProjectConfig, kernels: RegionKernels, data: Path) -> list[str]:
@@ -207,8 +219,9 @@ def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> l
     if not _changes_data(record):
         notes.append(
             "state check: the region's arguments reach no float, double, half or bfloat16 "
-            "data (through pointer parameters of those types), the only kinds it changes "
-            "between calls (integer and struct data are left as they are), so results kept "
+            "data (through pointer parameters of those types) but small read-only tables, the "
+            "only kinds it changes between calls (integer and struct data are left as they "
+            "are), so results kept "
             "from one call to the next are caught only by their times: calls after the first "
             "may not get much faster than the original's do"
         )
