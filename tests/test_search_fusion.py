@@ -83,11 +83,11 @@ def test_a_statement_between_launches_splits_the_run() -> None:
     assert "  first<<<grid, block>>>(s, n, k);" in new
 
 
-
 def test_a_comment_between_launches_keeps_them_one_run() -> None:
     commented = STEPS.replace("  second<<<", "  // then the half step\n  second<<<")
     new = fuse(commented, Facts())
     assert new is not None and "fused_first_to_third<<<grid, block>>>(s, n, k);" in new
+
 
 @needs_nvcc
 def test_the_fused_kernel_compiles(tmp_path: Path) -> None:
