@@ -140,10 +140,6 @@ PROGRAM = """\
 namespace aggregated {{
 {rewritten}
 }}
-__global__ void scattered(const double* v, unsigned* count, double* sum, int n) {{
-  // lanes split by a branch whose lanes are not 0..k-1: the lane-by-lane path
-  {rewritten_odd}
-}}
 int main() {{
   const int n = 1000003, rows = 3;
   double *v, *s1, *s2;
