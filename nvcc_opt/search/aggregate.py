@@ -11,18 +11,19 @@ a grid that stops at n), a tree of `__shfl_down_sync` over those k lanes sums th
 adds the total; any other set of lanes (a warp split by a branch) adds one by one, as before.
 Each lane's value is added exactly once either way.
 
-It applies to `atomicAdd(A, v);` whose result is not used, where A is `P`, `P + e` or `&P[e]`
-for a pointer parameter P of int, unsigned, unsigned long long, float or double elements that
-the kernel uses in no other way (no read of a partial sum), and A is the same for every thread
-of a warp: it names only parameters the kernel never changes (never assigned, updated,
-declared again, taken by address or passed to a call by name, which could take it by
-reference), integer constants (the region's, or those found with `search`, whose values are
-numbers: `#define tx threadIdx.x` is not one), `blockIdx`, `blockDim` and `gridDim`; no call,
-no assignment. A file-scope variable could change between two lanes' reads, so an address that
-names one is left alone. An int sum is added in unsigned arithmetic (it wraps as the hardware's
-atomics do, where a signed overflow would be undefined). Float and double sums are added in
-another order (as any atomic sum's order changes from run to run): the application's tolerance
-must allow that, and benchmark_code checks it.
+It applies to `atomicAdd(A, v);` whose result is not used (and not under `if (lane == 0)` or
+another test of a thread index against zero: one lane per warp adds already), where A is `P`, `P +
+e` or `&P[e]` for a pointer parameter P of int, unsigned, unsigned long long, float or double
+elements that the kernel uses in no other way (no read of a partial sum), and A is the same for
+every thread of a warp: it names only parameters the kernel never changes (never assigned, updated,
+declared again, taken by address or passed to a call by name, which could take it by reference),
+integer constants (the region's, or those found with `search`, whose values are numbers: `#define
+tx threadIdx.x` is not one), `blockIdx`, `blockDim` and `gridDim`; no call, no assignment. A
+file-scope variable could change between two lanes' reads, so an address that names one is left
+alone. An int sum is added in unsigned arithmetic (it wraps as the hardware's atomics do, where a
+signed overflow would be undefined). Float and double sums are added in another order (as any
+atomic sum's order changes from run to run): the application's tolerance must allow that, and
+benchmark_code checks it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from nvcc_opt.search.cuda import (
     fresh_name,
     identifiers,
     indentation,
+    squeeze,
     walk,
 )
 from nvcc_opt.search.kernel_facts import FLAT_THREAD, Facts
@@ -90,7 +92,40 @@ def _adds(source: Source, kernel: Kernel, constants: set[str]) -> list[Add]:
         adds = [_add(source, use, pointer, uniform) for use in uses]
         if uses and all(a is not None for a in adds):
             found += [a for a in adds if a is not None]
-    return found
+    threads = _thread_names(source, kernel)
+    return [a for a in found if not _one_lane(source, kernel, a.statement, threads)]
+
+
+def _thread_names(source: Source, kernel: Kernel) -> set[str]:
+    """`threadIdx` and the locals declared from it (`int lane = threadIdx.x % 32;`)."""
+    names = {"threadIdx"}
+    for node in walk(kernel.body):
+        if node.type != "init_declarator":
+            continue
+        name, value = node.child_by_field_name("declarator"), node.child_by_field_name("value")
+        if name is not None and value is not None and identifiers(source, value) & names:
+            names.add(source.text(name))
+    return names
+
+
+def _one_lane(
+    source: Source, kernel: Kernel, statement: tree_sitter.Node, threads: set[str]
+) -> bool:
+    """Whether the add sits under `if (X == 0)` with X a thread index (`lane == 0`,
+    `threadIdx.x == 0`): one lane per warp adds already, and aggregating gains nothing."""
+    node = statement
+    while node.parent is not None and node != kernel.body:
+        parent = node.parent
+        condition = (
+            parent.child_by_field_name("condition") if parent.type == "if_statement" else None
+        )
+        if condition is not None and node == parent.child_by_field_name("consequence"):
+            text = squeeze(source.text(condition)).strip("()")
+            sides = text.split("==")
+            if len(sides) == 2 and "0" in sides and identifiers(source, condition) & threads:
+                return True
+        node = parent
+    return False
 
 
 def _changed(source: Source, kernel: Kernel) -> set[str]:
