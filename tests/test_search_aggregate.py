@@ -177,3 +177,29 @@ def test_the_warp_sums_equal_the_atomics_one_by_one_on_a_gpu(tmp_path: Path) -> 
     rewritten = warp_aggregate(COUNTS, Facts())
     assert rewritten is not None
     assert_program_passes(PROGRAM.format(original=COUNTS, rewritten=rewritten), tmp_path)
+
+
+WARP_FIRST = """\
+__global__ void warp_first(const float* v, float* sum, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int lane = threadIdx.x % 32;
+  float x = i < n ? v[i] : 0.0f;
+  for (int k = 16; k > 0; k /= 2) x += __shfl_down_sync(0xffffffffu, x, k);
+  if (lane == 0) atomicAdd(sum, x);
+}
+"""
+
+
+def test_an_add_one_lane_per_warp_makes_already_is_left_alone() -> None:
+    """The code summed its warp already and adds from lane 0 (or thread 0): nothing to gain."""
+    assert warp_aggregate(WARP_FIRST, Facts()) is None
+    block_first = WARP_FIRST.replace("if (lane == 0)", "if (0 == threadIdx.x)")
+    assert warp_aggregate(block_first, Facts()) is None
+    braced = WARP_FIRST.replace(
+        "if (lane == 0) atomicAdd(sum, x);", "if (lane == 0) {\n    atomicAdd(sum, x);\n  }"
+    )
+    assert warp_aggregate(braced, Facts()) is None
+    every_lane = WARP_FIRST.replace("if (lane == 0) ", "")
+    assert warp_aggregate(every_lane, Facts()) is not None
+    other_test = WARP_FIRST.replace("if (lane == 0)", "if (x > 0.0f)")
+    assert warp_aggregate(other_test, Facts()) is not None
