@@ -306,13 +306,14 @@ void compare(size_t index, const Allocation& a, uint64_t pre, uint64_t post)
     }
     uint64_t differing = 0, first = 0, elements = 0;
     double first_b = 0, first_c = 0, worst = 0;
-    size_t width = nvcc_opt::element_width(a.type);
+    nvcc_opt::Element kind = nvcc_opt::element_of(a.type);
+    size_t width = nvcc_opt::element_width(kind);
     if (width != 0) {
         elements = bytes / width;
         double scale = 0;
-        double tolerance = nvcc_opt::element_tolerance(a.type, g_state.rtol);
+        double tolerance = nvcc_opt::element_tolerance(kind, g_state.rtol);
         auto value = [&](const std::vector<unsigned char>& v, size_t i) {
-            return nvcc_opt::element_at(v.data(), i, a.type);
+            return nvcc_opt::element_at(v.data(), i, kind);
         };
         for (size_t i = 0; i < elements; ++i) {
             double b = value(theirs, i);
@@ -412,16 +413,17 @@ void end_call()
     for (size_t i = 0; i < s.allocations.size(); ++i) {
         const Allocation& a = s.allocations[i];
         bool small_table = a.size <= kSmallTable && record_read_only(i);
-        if (nvcc_opt::element_width(a.type) == 0 || !a.resolved || small_table ||
-            !copy_out(a, a.size)) {
+        nvcc_opt::Element kind = nvcc_opt::element_of(a.type);
+        size_t width = nvcc_opt::element_width(kind);
+        if (width == 0 || !a.resolved || small_table || !copy_out(a, a.size)) {
             continue;
         }
         uint64_t seed = (static_cast<uint64_t>(s.call + 1) * 1000003u + i) ^ (s.salt << 20);
         unsigned char* v = g_host.data();
-        for (size_t k = 0; k < a.size / nvcc_opt::element_width(a.type); ++k) {
+        for (size_t k = 0; k < a.size / width; ++k) {
             double u = unit(seed, k);
-            double x = nvcc_opt::element_at(v, k, a.type);
-            nvcc_opt::set_element(v, k, a.type, std::isfinite(x) ? x * (1.0 + 0.125 * u) : u);
+            double x = nvcc_opt::element_at(v, k, kind);
+            nvcc_opt::set_element(v, k, kind, std::isfinite(x) ? x * (1.0 + 0.125 * u) : u);
         }
         if (g_cu.memcpy_htod(a.base, g_host.data(), a.size) != CUDA_SUCCESS) {
             s.lines.push_back("state_error call " + std::to_string(s.call) + " change failed");
@@ -529,7 +531,9 @@ void region_launch(CUfunction f, void** params, void** extra, const std::string&
                 a.base = base;
                 a.size = length;
                 a.type = size == 8 && index < types.size() ? types[index] : "other";
-                a.type = nvcc_opt::element_width(a.type) != 0 ? a.type : "other";
+                if (nvcc_opt::element_of(a.type) == nvcc_opt::Element::kOther) {
+                    a.type = "other";
+                }
                 a.first_seen = signature + " parameter " + std::to_string(index + 1);
                 s.allocations.push_back(a);
                 known = static_cast<int>(s.allocations.size()) - 1;

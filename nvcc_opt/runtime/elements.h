@@ -39,16 +39,38 @@ inline std::string element_kind(const std::string& pointee)
     return "";
 }
 
-// Bytes of one element of a kind element_kind returns; 0 for any other.
-inline size_t element_width(const std::string& kind)
+// A kind element_kind returns, resolved once per allocation: the loops over its elements below
+// branch on this, not on the name.
+enum class Element { kOther, kFloat, kDouble, kHalf, kBfloat16 };
+
+inline Element element_of(const std::string& kind)
 {
     if (kind == "float") {
-        return 4;
+        return Element::kFloat;
     }
     if (kind == "double") {
-        return 8;
+        return Element::kDouble;
     }
-    return kind == "half" || kind == "bfloat16" ? 2 : 0;
+    if (kind == "half") {
+        return Element::kHalf;
+    }
+    return kind == "bfloat16" ? Element::kBfloat16 : Element::kOther;
+}
+
+// Bytes of one element; 0 for any other kind.
+inline size_t element_width(Element kind)
+{
+    switch (kind) {
+    case Element::kFloat:
+        return 4;
+    case Element::kDouble:
+        return 8;
+    case Element::kHalf:
+    case Element::kBfloat16:
+        return 2;
+    default:
+        return 0;
+    }
 }
 
 inline float half_to_float(uint16_t h)
@@ -120,36 +142,36 @@ inline uint16_t float_to_bfloat16(float f)
 }
 
 // Element i of `data` of kind `kind` (element_width(kind) != 0), as a double.
-inline double element_at(const unsigned char* data, size_t i, const std::string& kind)
+inline double element_at(const unsigned char* data, size_t i, Element kind)
 {
-    if (kind == "double") {
+    if (kind == Element::kDouble) {
         double x;
         std::memcpy(&x, data + i * 8, 8);
         return x;
     }
-    if (kind == "float") {
+    if (kind == Element::kFloat) {
         float x;
         std::memcpy(&x, data + i * 4, 4);
         return x;
     }
     uint16_t h;
     std::memcpy(&h, data + i * 2, 2);
-    return kind == "half" ? half_to_float(h) : bfloat16_to_float(h);
+    return kind == Element::kHalf ? half_to_float(h) : bfloat16_to_float(h);
 }
 
 // Store `value` as element i of kind `kind`, rounded to nearest.
-inline void set_element(unsigned char* data, size_t i, const std::string& kind, double value)
+inline void set_element(unsigned char* data, size_t i, Element kind, double value)
 {
-    if (kind == "double") {
+    if (kind == Element::kDouble) {
         std::memcpy(data + i * 8, &value, 8);
         return;
     }
     float f = static_cast<float>(value);
-    if (kind == "float") {
+    if (kind == Element::kFloat) {
         std::memcpy(data + i * 4, &f, 4);
         return;
     }
-    uint16_t h = kind == "half" ? float_to_half(f) : float_to_bfloat16(f);
+    uint16_t h = kind == Element::kHalf ? float_to_half(f) : float_to_bfloat16(f);
     std::memcpy(data + i * 2, &h, 2);
 }
 
@@ -158,12 +180,12 @@ inline void set_element(unsigned char* data, size_t i, const std::string& kind, 
 // float result to the output type after reordered arithmetic differs from the original by one
 // such unit, while a result computed from inputs the check changed (by 6% to 12%) differs by far
 // more.
-inline double element_tolerance(const std::string& kind, double rtol)
+inline double element_tolerance(Element kind, double rtol)
 {
-    if (kind == "half") {
+    if (kind == Element::kHalf) {
         return std::max(rtol, 1.0 / 512);
     }
-    if (kind == "bfloat16") {
+    if (kind == Element::kBfloat16) {
         return std::max(rtol, 1.0 / 64);
     }
     return rtol;
