@@ -24,6 +24,8 @@
 #            RAJAPERF_MODEL (search?budget_s=120), RAJAPERF_RUNS (1), RAJAPERF_TIMEOUT (600 s);
 #            finished runs kept even when the part is stopped (rp-out-runs in the batch);
 #            RAJAPERF_RUNS_FROM (a carried folder of such runs) resumes an earlier session's;
+#   train    issue 16: benchmarks/train_session.sh (TRAIN_PARTS: its PARTS, default "hec collect",
+#            with its settings) into res/train;
 #   lulesh   issue 18/19: `python -m integration.lulesh table` on .lulesh (a carried copy of the
 #            user's LULESH 2.0.2-dev checkout) with LULESH_MODEL (search), LULESH_SIZE (120),
 #            LULESH_ITERS (400), LULESH_PAIRS (5), LULESH_ARGS (more table options,

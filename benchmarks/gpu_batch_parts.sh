@@ -94,6 +94,10 @@ json.dump(sorted(rows, key=lambda r: r[\"file\"]), open(sys.argv[1], \"w\"), ind
       --runs ${RAJAPERF_RUNS:-1} --timeout ${RAJAPERF_TIMEOUT:-600} $only --out /tmp/rp-out; rc=\$?; \
       cp /tmp/rp-out/rajaperf-* $R/ 2>/dev/null; exit \$rc"
     ;;
+  train)  # issue 16: benchmarks/train_session.sh with TRAIN_PARTS (default "hec collect") and its
+    # own settings (SET_FROM, SET_SRC, SEARCH_OPTS, COLLECT_S, ...), results in res/train
+    part train "GPU_ENV_READY=1 OUT=$R/train PARTS=\"${TRAIN_PARTS:-hec collect}\" bash benchmarks/train_session.sh"
+    ;;
   *) echo "unknown part $p" ;;
   esac
 }

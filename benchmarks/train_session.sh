@@ -18,8 +18,13 @@
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
 mkdir -p "$OUT"
-[ -d /tmp/site/trl ] && export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 PATH="/tmp/bin:$PATH" \
-  || source benchmarks/gpu_env.sh
+# wheels installed already (trl carried, or gpu_batch.sh's `train` part: GPU_ENV_READY=1, where a
+# second install would rewrite /tmp/site under the parts running beside it)
+if [ -d /tmp/site/trl ] || [ -n "${GPU_ENV_READY:-}" ]; then
+  export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 PATH="/tmp/bin:$PATH"
+else
+  source benchmarks/gpu_env.sh
+fi
 export PYTHONPATH="$PWD/training:$PYTHONPATH" XDG_CACHE_HOME=/tmp/cache HF_HUB_OFFLINE=1
 export NVCC_OPT_LOG="$OUT/processes.log"  # every process with its duration: where a call's time went
 step() { printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
