@@ -50,6 +50,19 @@ __global__ void total(const float* v, float* sum, int n) {
   if (i < n) atomicAdd(sum, v[i]);
 }
 """
+
+
+def test_after_an_unbraced_if_the_block_lines_up_with_its_line() -> None:
+    """`if (c) atomicAdd(...)` becomes `if (c) {` with the block indented under that line, as a
+    reviewer reads it, never flush at column 0."""
+    new = warp_aggregate(ONE, Facts())
+    assert new is not None
+    lines = new.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  if (i < n) {"))
+    end = next(i for i in range(start, len(lines)) if lines[i] == "  }")
+    assert all(line.startswith("    ") for line in lines[start + 1 : end])
+
+
 USED = "if (i < n) { float before = atomicAdd(sum, v[i]); if (before < 0) sum[1] = 0; }"
 CALLED = "__device__ int next();\n"
 

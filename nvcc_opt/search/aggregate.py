@@ -40,7 +40,6 @@ from nvcc_opt.search.cuda import (
     edited,
     fresh_name,
     identifiers,
-    indentation,
     squeeze,
     walk,
 )
@@ -230,8 +229,16 @@ def _uniform(source: Source, node: tree_sitter.Node, uniform: set[str]) -> bool:
     return identifiers(source, node) <= uniform
 
 
+def _line_indent(source: Source, node: tree_sitter.Node) -> str:
+    """The whitespace that starts the line of `node`, also when the statement sits after an
+    unbraced `if (...)` on that line (the block then lines up with that line, not column 0)."""
+    line_start = source.data.rfind(b"\n", 0, node.start_byte) + 1
+    line = source.data[line_start : node.start_byte]
+    return line[: len(line) - len(line.lstrip(b" \t"))].decode()
+
+
 def _aggregated(source: Source, add: Add, names: dict[str, str]) -> bytes:
-    pad = indentation(source, add.statement).decode()
+    pad = _line_indent(source, add.statement)
     address = source.text(add.address)
     kind = "unsigned" if add.element == "int" else add.element  # wraps, as the atomics do
     total = f"(int){names['add']}" if add.element == "int" else names["add"]
