@@ -3,14 +3,15 @@
 tests/fixtures/hecbench is written for these tests (no HeCBench code): a Makefile-only
 benchmark (vadd), add_hecbench_benchmark ones with COMPILE_OPTIONS/INCLUDE_DIRS and three kernels
 in one file, one templated with __launch_bounds__ (scale), a cub::Sum() fixed for CUDA 13
-(reduce), a benchmarks.yaml, and one benchmark per skip: data files (reader's arguments,
-loader's fopen), MPI (halo), no
+(reduce), kernels in a header its main.cu includes (histo), a benchmarks.yaml, and one
+benchmark per skip: data files (reader's arguments, loader's fopen), MPI (halo), no
 PASS/FAIL (quiet), a removed cudaDeviceProp field (clock), an include outside its folder.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 
 from nvcc_opt.config import load
 from nvcc_opt.regions.scan import region_text, scan
+from nvcc_opt.tools.catalog import launcher_path
 from nvcc_opt_train.importers import Skip, cuda13
 from nvcc_opt_train.importers.hecbench import HecbenchError, HecbenchOptions, import_hecbench
 from nvcc_opt_train.importers.makefile import read_makefile
@@ -58,6 +60,9 @@ def test_one_problem_per_kernel_and_per_pair(
         "hecbench-scale-scale_kernel+shift_kernel",
         "hecbench-scale-shift_kernel+square_kernel",
         "hecbench-scale-scale_kernel+square_kernel",
+        "hecbench-histo-clear_bins",
+        "hecbench-histo-histogram",
+        "hecbench-histo-clear_bins+histogram",
     }
     assert sorted(p.name for p in dest.iterdir()) == sorted(problems)
     single = problems["hecbench-scale-scale_kernel"]
@@ -76,7 +81,7 @@ def test_one_problem_per_kernel_and_per_pair(
     assert wide.kernels == SCALE
     assert "the region also holds kernel shift_kernel (between the two)" in wide.notes
     assert {p.source for p in problems.values()} == {"hecbench"}
-    assert {p.benchmark for p in problems.values()} == {"vadd", "reduce", "scale"}
+    assert {p.benchmark for p in problems.values()} == {"vadd", "reduce", "scale", "histo"}
 
 
 def test_every_region_is_found_by_scan_with_its_text(
@@ -222,6 +227,32 @@ def test_a_folder_already_there_is_kept_and_yielded_again(tmp_path: Path) -> Non
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
+def test_a_kernel_in_a_header_is_tagged_in_the_cu_that_includes_it(
+    imported: tuple[Path, dict[str, Problem], list[Skip]],
+) -> None:
+    """The launcher substitutes regions only in the file nvcc compiles: a kernel of kernels.h
+    becomes a region of main.cu in the problem's copy (the header's text in place of its
+    #include), and the header stays as it was, untagged and included by no one."""
+    dest, problems, _ = imported
+    for problem_id, region in (
+        ("hecbench-histo-histogram", "histogram"),
+        ("hecbench-histo-clear_bins+histogram", "clear_bins+histogram"),
+    ):
+        problem = problems[problem_id]
+        assert problem.regions == (f"main.cu:{region}",)
+        assert "the tagged kernel's header kernels.h inlined into main.cu" in problem.notes
+        app = dest / problem_id
+        main = (app / "main.cu").read_bytes()
+        assert b'#include "kernels.h"' not in main and b"#pragma once" not in main
+        (span,) = scan(main).regions
+        assert span.name == region
+        assert region_text(main, span) == problem.region_text
+        header = (FIXTURE / "src" / "histo-cuda" / "kernels.h").read_bytes()
+        assert (app / "kernels.h").read_bytes() == header
+        assert main.index(b"#include <cstdlib>") < main.index(b"__global__ void clear_bins")
+        assert main.index(b"__global__ void histogram") < main.index(b"int main(")
+
+
 @pytest.mark.slow
 def test_a_generated_problem_configures_and_builds(tmp_path: Path) -> None:
     """Real CMake + Ninja + nvcc for sm_90 (no run: no GPU here)."""
@@ -241,6 +272,30 @@ def test_a_generated_problem_configures_and_builds(tmp_path: Path) -> None:
             done = subprocess.run(command, capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         assert (app / "build" / "main").is_file()
+
+
+@pytest.mark.slow
+def test_a_kernel_from_a_header_is_recorded_by_a_build_through_the_launcher(
+    tmp_path: Path,
+) -> None:
+    """What `collect` ended with "the build recorded no region" before: the problem's region,
+    moved out of kernels.h, is seen by a real CMake + Ninja + nvcc build through nvcc-opt."""
+    if not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("nvcc")):
+        pytest.skip("needs cmake, ninja and nvcc")
+    problems, _, _ = run_import(tmp_path / "set", HecbenchOptions(only=("histo",)))
+    app = tmp_path / "set" / "hecbench-histo-histogram"
+    assert problems["hecbench-histo-histogram"].regions == ("main.cu:histogram",)
+    env = {**os.environ, "NVCC_OPT_STORE": str(tmp_path / "store.db")}
+    build = str(tmp_path / "build")
+    for command in (
+        ["cmake", "-S", str(app), "-B", build, "-G", "Ninja", "-DCMAKE_CUDA_ARCHITECTURES=90",
+         f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher_path()}"],
+        ["cmake", "--build", build],
+        [launcher_path(), "status"],
+    ):  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"{app / 'main.cu'}:" in done.stdout and " histogram (function)" in done.stdout
 
 
 def test_kernels_found_and_tagged_in_awkward_sources() -> None:

@@ -70,7 +70,7 @@ def test_apps_import_skips_an_app_without_tags_and_rejects_bad_input(tmp_path: P
     host = "// @optimize begin h\nint h;\n// @optimize end h\n"
     (apps / "plain" / "src" / "host.cpp").write_text(host)
     (found,) = import_apps(apps, tmp_path / "p", AppsOptions(), quiet)
-    why = "no tagged region (// @optimize) in its .cu files or headers"
+    why = "no tagged region (// @optimize) in its .cu files"
     assert found == Skip("apps", "plain", why)  # a .cpp region never goes through the launcher
     with pytest.raises(AppsError, match="--only: no app named nope"):
         list(import_apps(apps, tmp_path / "p", AppsOptions(only=("nope",)), quiet))
@@ -78,22 +78,32 @@ def test_apps_import_skips_an_app_without_tags_and_rejects_bad_input(tmp_path: P
         list(import_apps(tmp_path / "missing", tmp_path / "p", AppsOptions(), quiet))
 
 
-def test_apps_import_finds_regions_in_headers(tmp_path: Path) -> None:
-    """A kernel in a header the .cu includes (HeCBench's kernels.h) is the app's region, as the
-    launcher sees it; a header under the build folder is not."""
-    app = tmp_path / "apps" / "hdr"
-    (app / "build").mkdir(parents=True)
-    (app / "nvcc-opt.toml").write_text("[build]\ndir = 'build'\n")
-    (app / "main.cu").write_text('#include "kernels.h"\nint main() {}\n')
+def test_apps_import_names_regions_in_headers_the_launcher_never_substitutes(
+    tmp_path: Path,
+) -> None:
+    """The launcher substitutes regions only in the file nvcc compiles: a region tagged in a
+    header is no problem (`collect` would end it with "the build recorded no region"). An app
+    with only such regions is skipped naming them; one with .cu regions too keeps those, and its
+    notes name the left-out ones. A header under the build folder is not the app's."""
+    apps = tmp_path / "apps"
     tagged = (
         "// @optimize begin {0}\n__global__ void {0}(float* x) {{ x[0] = 1; }}\n"
         "// @optimize end {0}\n"
     )
-    (app / "kernels.h").write_text(tagged.format("in_header"))
-    (app / "build" / "gen.cuh").write_text(tagged.format("generated"))
-    (found,) = import_apps(tmp_path / "apps", tmp_path / "p", AppsOptions(), quiet)
-    assert isinstance(found, Problem)
-    assert found.regions == ("kernels.h:in_header",) and found.kernels == ("in_header",)
+    for name, main in (("hdr", ""), ("both", tagged.format("in_cu"))):
+        app = apps / name
+        (app / "build").mkdir(parents=True)
+        (app / "nvcc-opt.toml").write_text("[build]\ndir = 'build'\n")
+        (app / "main.cu").write_text('#include "kernels.h"\n' + main + "int main() {}\n")
+        (app / "kernels.h").write_text(tagged.format("in_header"))
+        (app / "build" / "gen.cuh").write_text(tagged.format("generated"))
+    both, hdr = import_apps(apps, tmp_path / "p", AppsOptions(), quiet)
+    assert isinstance(hdr, Skip) and hdr.name == "hdr"
+    assert hdr.reason.startswith("left out: kernels.h:in_header: tagged in a header")
+    assert "generated" not in hdr.reason
+    assert isinstance(both, Problem)
+    assert both.regions == ("main.cu:in_cu",) and both.kernels == ("in_cu",)
+    assert both.notes == (hdr.reason,)
 
 
 def test_splits_keep_a_benchmark_together_and_are_stable() -> None:
@@ -136,7 +146,19 @@ def test_bad_input_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
 @needs_nvcc
 def test_run_check_requires_a_passing_run(tmp_path: Path) -> None:
     out = tmp_path / "set"
-    args = ["--from", "suite", str(APPS), "--only", "saxpy,blur", "--check", "run", "--gpus", "0"]
+    args = [
+        "--from",
+        "suite",
+        str(APPS),
+        "--only",
+        "saxpy",
+        "--only",
+        "blur",
+        "--check",
+        "run",
+        "--gpus",
+        "0",
+    ]
     code, output = problems(str(out), *args)
     assert code == 0, output
     made = ProblemSet.open(out)

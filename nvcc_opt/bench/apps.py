@@ -57,19 +57,22 @@ def shared_folders(suite: Path) -> list[Path]:
     )
 
 
-# Files a CUDA compile reads: its .cu sources and the headers they include (a kernel often lives
-# in a header, as HeCBench's kernels.h). A .cpp file goes to the host compiler, never through the
-# launcher, so a region tagged there is never substituted and is not an app's region.
-REGION_SUFFIXES = frozenset({".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl"})
+# The launcher substitutes regions only in the file nvcc compiles, an app's .cu files (README,
+# "Regions"): a region tagged in a header it includes is recorded by no build, and a .cpp file goes
+# to the host compiler, never through the launcher. Headers are scanned only to say so.
+REGION_SUFFIXES = frozenset({".cu"})
+HEADER_SUFFIXES = frozenset({".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl"})
 
 
-def app_kernels(app: Path, skip: str | None = None) -> list[Kernel]:
-    """The tagged regions of the app's .cu files and headers (not under its build folder
-    `skip`)."""
+def app_kernels(
+    app: Path, skip: str | None = None, suffixes: frozenset[str] = REGION_SUFFIXES
+) -> list[Kernel]:
+    """The tagged regions of the app's files with one of `suffixes` (its .cu files by default),
+    not under its build folder `skip`."""
     found = []
     skip_dir = (app / skip).resolve() if skip else None
     for path in sorted(app.rglob("*")):
-        if path.suffix not in REGION_SUFFIXES or not path.is_file():
+        if path.suffix not in suffixes or not path.is_file():
             continue
         if skip_dir is not None and path.resolve().is_relative_to(skip_dir):
             continue

@@ -107,7 +107,11 @@ Imported = Iterator[Problem | Skip]
     help="Also keep out kernels named or written like those in this folder "
     "(repeatable; e.g. a RAJAPerf checkout, benchmarks/suite).",
 )
-@click.option("--only", help="Comma-separated benchmark or app names to import.")
+@click.option(
+    "--only",
+    multiple=True,
+    help="Benchmark or app names to import: comma-separated, or the option repeated.",
+)
 def problems(
     out: Path,
     source: Path | None,
@@ -124,7 +128,7 @@ def problems(
     eval_share: float,
     split_mode: str,
     exclude_from: tuple[Path, ...],
-    only: str | None,
+    only: tuple[str, ...],
 ) -> None:
     """Make a problem set (HeCBench, the suite, a folder of apps, or synthetic kernels).
 
@@ -133,7 +137,7 @@ def problems(
     LULESH's, and those of each --exclude-from folder) are always kept out of training.
     """
     started = time.monotonic()
-    names = tuple(n.strip() for n in (only or "").split(",") if n.strip())
+    names = tuple(n.strip() for given in only for n in given.split(",") if n.strip())
     described = _source(kind, source, model, count, corpus, seed, names)
     try:
         exclusion = Exclusion.load(exclude_from)

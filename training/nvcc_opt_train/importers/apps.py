@@ -18,7 +18,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvcc_opt.bench.apps import SuiteError, app_kernels, find_apps, shared_folders
+from nvcc_opt.bench.apps import (
+    HEADER_SUFFIXES,
+    SuiteError,
+    app_kernels,
+    find_apps,
+    shared_folders,
+)
 from nvcc_opt.paths import CONFIG_NAME
 from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt.tools.ptxas import code_only, kernels
@@ -76,8 +82,13 @@ def _import(
     for app in apps:
         build = _build_dir(app)
         tagged = app_kernels(app, build)
+        in_headers = [f"{k.file}:{k.region}" for k in app_kernels(app, build, HEADER_SUFFIXES)]
+        left_out = (
+            f"left out: {', '.join(in_headers)}: tagged in a header, and the launcher substitutes "
+            "regions only in the file nvcc compiles (move the kernel into its .cu file)"
+        )
         if not tagged:
-            why = "no tagged region (// @optimize) in its .cu files or headers"
+            why = left_out if in_headers else "no tagged region (// @optimize) in its .cu files"
             yield Skip(source, app.name, why)
             continue
         problem_id = f"{source}-{app.name}"
@@ -96,6 +107,7 @@ def _import(
             kernels=tuple(dict.fromkeys(names)),
             kind="app",
             region_text=text,
+            notes=(left_out,) if in_headers else (),
         )
 
 

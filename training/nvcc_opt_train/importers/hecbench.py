@@ -36,6 +36,7 @@ from nvcc_opt_train.importers.hecbench_checks import (
     used_files,
 )
 from nvcc_opt_train.importers.hecbench_run import RunSpec, render_toml, run_spec, yaml_tests
+from nvcc_opt_train.importers.inline_header import inline_header, is_translation_unit
 from nvcc_opt_train.importers.makefile import Makefile, read_makefile
 from nvcc_opt_train.importers.tagging import (
     Kernel,
@@ -265,10 +266,20 @@ def _make(
     kind: str,
     ids: set[str],
     extra_notes: list[str],
-) -> Problem:
+) -> Problem | Skip:
     ends = [kernels[0], kernels[-1]] if kind == "pair" else kernels
-    problem_id = _unique_id(f"hecbench-{bench.name}-" + "+".join(k.name for k in ends), ids)
+    what = "+".join(k.name for k in ends)
     files = {**bench.files, file: tagged.source, "CMakeLists.txt": bench.cmake.encode()}
+    notes = [*bench.notes, *extra_notes]
+    if not is_translation_unit(file):
+        moved = inline_header(bench.files, file, tagged.source)
+        if isinstance(moved, str):
+            why = f"{kind} {what} ({file}): a header, and the launcher substitutes regions only "
+            return Skip(SOURCE, bench.name, why + f"in the file nvcc compiles; not moved: {moved}")
+        files[file] = bench.files[file]
+        file, files[moved[0]] = moved
+        notes.append(f"the tagged kernel's header {ends[0].file} inlined into {file}")
+    problem_id = _unique_id(f"hecbench-{bench.name}-{what}", ids)
     files["nvcc-opt.toml"] = bench.toml.encode()
     _write_app(bench.dest / problem_id, files)
     return Problem(
@@ -279,7 +290,7 @@ def _make(
         kernels=tuple(k.name for k in kernels),
         kind=kind,
         region_text=tagged.text,
-        notes=(*bench.notes, *extra_notes),
+        notes=tuple(notes),
         extra=dict(bench.extra),
     )
 
