@@ -16,6 +16,7 @@ from nvcc_opt.records import (
     Rewrite,
     RewriteState,
 )
+from nvcc_opt.regions.headers import is_header, never_substituted
 from nvcc_opt.regions.scan import scan
 from nvcc_opt.store import accepted
 
@@ -272,7 +273,9 @@ def explain(store: Reads, file: Path) -> list[str]:
             why = next(iter(whys.values()))
         else:
             why = "; ".join(f"for {_targets_label(t)}: {w}" for t, w in whys.items())
-        if (region.name, region.text_hash) not in compiled:
+        if not records and is_header(file):
+            why = never_substituted(file)
+        elif (region.name, region.text_hash) not in compiled:
             why += " (this text not compiled through nvcc-opt yet)"
         lines.append(f"{file}:{region.start_line}-{region.end_line} {region.name}: {why}")
     return lines

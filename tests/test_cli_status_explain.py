@@ -12,7 +12,16 @@ from click.testing import CliRunner
 
 from nvcc_opt.cli import cli
 from nvcc_opt.store import fast
-from tests.cli_helpers import FAST_SCALE, context, invoke, propose, record, spans, write_source
+from tests.cli_helpers import (
+    FAST_SCALE,
+    KERNELS,
+    context,
+    invoke,
+    propose,
+    record,
+    spans,
+    write_source,
+)
 
 
 @pytest.fixture
@@ -212,3 +221,22 @@ def test_store_from_environment_and_broken_config(
     result = CliRunner().invoke(cli, ["status"])
     assert result.exit_code == 1
     assert f"Error: {tmp_path / 'nvcc-opt.toml'}:" in result.output
+
+
+def test_a_header_region_is_never_substituted_and_optimize_refuses_it(
+    db: Path, tmp_path: Path
+) -> None:
+    """The launcher substitutes only the file nvcc compiles: a region tagged in a header no
+    build compiled says so in `explain`, and `optimize` refuses it before any model or build
+    (a rewrite of it could be accepted and never applied). A header a build compiled as its main
+    file (nvcc -x cu k.cuh) is explained as any other file."""
+    header = write_source(tmp_path, KERNELS, name="k.cuh")
+    (tmp_path / "nvcc-opt.toml").write_text('[run]\ncommand = ["true"]\n')
+    why = _explain(db, header)["scale"]
+    assert why.startswith(f"{header} is a header, and the launcher substitutes regions only")
+    result = invoke(db, "optimize", f"{header}:scale", "--model", "search")
+    assert result.exit_code == 1
+    assert "would never be applied (move the kernel into the .cu file" in result.output
+    assert "nothing to optimize" not in result.output and "no GPU" not in result.output
+    record(db, header)
+    assert _explain(db, header)["scale"] == "no rewrite for this region in the store"

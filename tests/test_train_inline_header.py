@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nvcc_opt_train.importers.inline_header import inline_header
 
-HEADER = b"#pragma once\n#include \"util.h\"\n__global__ void k(int *x) { x[0] = 1; }\n"
+HEADER = b'#pragma once\n#include "util.h"\n__global__ void k(int *x) { x[0] = 1; }\n'
 
 
 def test_the_header_takes_the_place_of_its_include_line() -> None:

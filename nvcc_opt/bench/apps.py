@@ -61,7 +61,6 @@ def shared_folders(suite: Path) -> list[Path]:
 # "Regions"): a region tagged in a header it includes is recorded by no build, and a .cpp file goes
 # to the host compiler, never through the launcher. Headers are scanned only to say so.
 REGION_SUFFIXES = frozenset({".cu"})
-HEADER_SUFFIXES = frozenset({".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl"})
 
 
 def app_kernels(

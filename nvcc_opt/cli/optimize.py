@@ -19,6 +19,7 @@ from nvcc_opt.config import ConfigError, ProjectConfig, find_root, load
 from nvcc_opt.optimize import CannotRun, RegionResult, no_gpu_here, optimize_region
 from nvcc_opt.pool.gpu_queue import each_on_a_gpu
 from nvcc_opt.records import RewriteState
+from nvcc_opt.regions.headers import is_header, never_substituted
 from nvcc_opt.store.api import Store
 from nvcc_opt.toolbox.schema import ToolError
 from nvcc_opt.tools.catalog import OPTIONAL_TOOLS, TOOL_NAMES, launcher_path
@@ -116,12 +117,18 @@ def optimize(
     cannot: list[str] = []  # why each region that could not be optimized could not
     with open_store(ctx) as store:
         targets = [find_region(r, "REGION") for r in regions] or undecided(store)
-        if not targets:
+        named = len(targets)
+        for region in [t for t in targets if is_header(t.file)]:
+            if not store.regions(file=str(region.file.resolve())):  # no build compiled it
+                cannot.append(never_substituted(region.file))
+                click.echo(f"{_tag(region, None)} cannot optimize: {cannot[-1]}", err=as_json)
+                targets.remove(region)
+        if not named:
             click.echo(
                 "nothing to optimize: build through nvcc-opt first, or name FILE:NAME",
                 err=as_json,
             )
-        elif no_gpu_here():  # said first: the baseline run will tell
+        elif targets and no_gpu_here():  # said first: the baseline run will tell
             click.echo(
                 "warning: there is no GPU here (nvidia-smi is not installed): a program that "
                 "needs one can be neither run nor timed, so its regions cannot be optimized here",

@@ -18,14 +18,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvcc_opt.bench.apps import (
-    HEADER_SUFFIXES,
-    SuiteError,
-    app_kernels,
-    find_apps,
-    shared_folders,
-)
+from nvcc_opt.bench.apps import SuiteError, app_kernels, find_apps, shared_folders
 from nvcc_opt.paths import CONFIG_NAME
+from nvcc_opt.regions.headers import HEADER_SUFFIXES
 from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt.tools.ptxas import code_only, kernels
 from nvcc_opt_train.importers import Skip
