@@ -19,6 +19,7 @@ from integration.rajaperf.ledger import FOLDER
 from integration.rajaperf.macros import Expander, MacroError, read_defines
 from integration.rajaperf.prepare import prepare, tagged_kernels, unprepare
 from integration.rajaperf.tagging import TagError, tag
+from integration.rajaperf.tunings import fixed_block_tuning
 from integration.rajaperf.version import VersionError, detect
 from nvcc_opt.config import load
 from nvcc_opt.regions.scan import scan
@@ -147,6 +148,44 @@ def test_tagging_expands_only_inside_the_region(checkout: Path) -> None:
     assert after.count("PRESSURE_BODY1;") == 1 and after.count("PRESSURE_BODY2;") == 1
 
 
+ACROSS_BRANCHES = """\
+#include "K.hpp"
+#if defined(RAJA_ENABLE_CUDA)
+#define USE_CONSTANT
+#if defined(USE_CONSTANT)
+__constant__ double w[4];
+__global__ void k(double* out) {
+#ifdef SLOW
+  out[0] = 0.0;
+#endif
+  out[threadIdx.x] = w[threadIdx.x];
+}
+#else
+__global__ void k(double* out, const double* w) { out[threadIdx.x] = w[threadIdx.x]; }
+#endif
+void run() {}
+#endif
+"""
+
+
+def test_kernels_in_two_branches_of_a_conditional_are_tagged_with_the_whole_conditional() -> None:
+    """FIR-Cuda.cpp defines its kernel under #if and again under #else: a region from the first
+    to the last kernel would begin in one branch and end in the other, and lose its end line
+    when preprocessed (the allowlist then refused every candidate of FIR on the H100). The region
+    takes the whole #if ... #endif; a complete conditional inside a kernel changes nothing."""
+    tagged = tag(ACROSS_BRANCHES, read_defines(""), "K", "K.hpp", "K-Cuda.cpp")
+    [region] = scan(tagged.text.encode()).regions
+    lines = tagged.text.splitlines()
+    inside = lines[region.start_line - 1 : region.end_line]
+    assert inside[0] == "#if defined(USE_CONSTANT)" and inside[-1] == "#endif"
+    assert lines[region.end_line + 1] == "void run() {}"  # after the region's end line
+    assert (tagged.first_line, tagged.last_line) == (4, 14)
+    one = "\n".join(ACROSS_BRANCHES.splitlines()[4:11]) + "\n"  # the first kernel alone
+    alone = tag(one, read_defines(""), "K", "K.hpp", "K-Cuda.cpp")
+    [region] = scan(alone.text.encode()).regions
+    assert alone.text.splitlines()[region.start_line - 1].startswith("__global__ void k(")
+
+
 def test_no_global_kernel_is_no_base_cuda_variant(checkout: Path) -> None:
     with pytest.raises(TagError, match="no __global__ kernel"):
         tag((checkout / "src/algorithm/SORT-Cuda.cpp").read_text(), read_defines(""), "S", "h", "f")
@@ -236,6 +275,42 @@ def test_generated_settings_load_with_nvcc_opts_loader(checkout: Path) -> None:
     assert "rtol = 1e-08" in text and "atomic" in text
     assert "rtol = 1e-10" in (folder.parent / "Apps_PRESSURE" / "nvcc-opt.toml").read_text()
     assert load(checkout).store_path == config.store_path
+
+
+FIXED_BLOCK = """
+#define Q1D 4
+#define D1D (Q1D - 1)
+class K {
+  static const size_t default_gpu_block_size = D1D * (Q1D + 1u) * 2;
+  using gpu_block_sizes_type =
+      integer::list_type<default_gpu_block_size>;
+};
+"""
+
+
+def test_a_kernel_that_fixes_its_block_size_is_timed_at_that_size() -> None:
+    """MASS3DPA-like headers run one tuning, block_<their size>, evaluated from their macros;
+    asked for block_256 the driver ran nothing (every run of 4 kernels failed on the H100)."""
+    assert fixed_block_tuning(FIXED_BLOCK) == "block_30"
+    configured = FIXED_BLOCK.replace(
+        "integer::list_type<default_gpu_block_size>",
+        "integer::make_gpu_block_size_list_type<default_gpu_block_size>",
+    )
+    assert fixed_block_tuning(configured) is None  # the build's sizes: block_256
+    assert fixed_block_tuning(FIXED_BLOCK.replace("D1D *", "sizeof(double) *")) is None
+    assert fixed_block_tuning(FIXED_BLOCK.replace("* 2", "* 0")) is None
+    assert fixed_block_tuning(FIXED_BLOCK.replace("Q1D 4", "Q1D __COUNTER__")) is None
+
+
+def test_prepare_times_a_fixed_size_kernel_at_its_own_tuning(checkout: Path) -> None:
+    header = checkout / "src" / "apps" / "VOL3D.hpp"
+    header.write_text(header.read_text() + FIXED_BLOCK)
+    build = checkout / "build-nvcc-opt"
+    build.mkdir()
+    prepare(checkout, build, python=sys.executable)
+    kernels = checkout / FOLDER / "kernels"
+    assert '"--tuning", "block_30"' in (kernels / "Apps_VOL3D" / "nvcc-opt.toml").read_text()
+    assert '"--tuning", "block_256"' in (kernels / "Apps_PRESSURE" / "nvcc-opt.toml").read_text()
 
 
 # --- versions ---------------------------------------------------------------------------------

@@ -75,6 +75,16 @@ def test_an_unchecked_candidate_is_rejected() -> None:
     assert verdict.reasons == ("unchecked: no correctness check ran",)
 
 
+def test_a_candidate_refused_before_its_check_says_why_first() -> None:
+    """Guards and compiled-code lines refuse before any run: their reason is the verdict's first,
+    not "unchecked" (a report that shows one reason showed only that, for every candidate of
+    RAJAPerf's FIR, hiding that the allowlist could not read its region)."""
+    refused = ["allowlist: the candidate cannot be preprocessed and read (its end is missing)"]
+    verdict = decide(True, "", None, None, guard_reasons=refused)
+    assert (verdict.status, verdict.correct) == ("rejected", False)
+    assert verdict.reasons == tuple(refused)
+
+
 def test_guard_reasons_reject_even_a_correct_faster_candidate() -> None:
     guards = ["guard: new stream", "guard: edit outside the region"]
     verdict = decide(True, "", PASSED, timed(1 / 1.2), guard_reasons=guards)

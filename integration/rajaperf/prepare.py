@@ -21,6 +21,7 @@ from integration.rajaperf.ledger import FOLDER, Ledger
 from integration.rajaperf.macros import MacroError, read_defines
 from integration.rajaperf.tagging import TagError, tag
 from integration.rajaperf.tomls import render, render_root
+from integration.rajaperf.tunings import fixed_block_tuning
 from integration.rajaperf.version import Version, VersionError, check_known, detect
 from nvcc_opt.paths import CONFIG_NAME
 
@@ -92,6 +93,8 @@ def prepare(
         if kernel.full_name in chosen or kernel.name in chosen:
             tuning = chosen.get(kernel.full_name) or chosen[kernel.name]
             kernel = Kernel(kernel.group, kernel.name, kernel.tolerance, tuning)
+        elif fixed := _fixed_tuning(root, kernel):
+            kernel = Kernel(kernel.group, kernel.name, kernel.tolerance, fixed)
         folder = kernel_folder(root, kernel)
         toml = render(kernel, folder, build.resolve(), store, python, root)
         ledger.write(folder / CONFIG_NAME, toml, "file", f"{kernel.full_name} settings")
@@ -109,6 +112,16 @@ def record_not_tagged(ledger: Ledger, found: dict[str, str]) -> None:
     ledger.info["not_tagged"] = json.dumps(known)
     if ledger.changes:
         ledger.save()
+
+
+def _fixed_tuning(root: Path, kernel: Kernel) -> str | None:
+    """The one tuning a kernel whose header fixes its block size has (tunings.py)."""
+    header = cuda_file(root, kernel).with_name(f"{kernel.name}.hpp")
+    try:
+        text = header.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return fixed_block_tuning(text, header.relative_to(root).as_posix())
 
 
 def _tag(root: Path, ledger: Ledger, kernel: Kernel) -> str:

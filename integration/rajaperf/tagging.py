@@ -10,6 +10,7 @@ scanned with nvcc-opt's own region scanner: a region it would not find as writte
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from integration.rajaperf.macros import Defines, Expander
@@ -108,7 +109,7 @@ def tag(cuda_source: str, defines: Defines, region: str, header: str, where: str
     kernels = global_kernels(source)
     if not kernels:
         raise TagError(f"{where}: no __global__ kernel (no Base_CUDA variant to tag)")
-    start, end = kernels[0][1], kernels[-1][2]
+    start, end = _balanced(source, kernels[0][1], kernels[-1][2])
     first_line = source.count(b"\n", 0, start) + 1
     last_line = source.count(b"\n", 0, end)
     body = source[start:end].decode("utf-8")
@@ -132,3 +133,49 @@ def tag(cuda_source: str, defines: Defines, region: str, header: str, where: str
         first_line=first_line,
         last_line=last_line,
     )
+
+
+_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b", re.MULTILINE)
+
+
+def _balanced(source: bytes, start: int, end: int) -> tuple[int, int]:
+    """[start, end) widened to whole lines and whole `#if ... #endif` blocks wherever it would
+    begin in one branch of a conditional and end in another or outside it (FIR-Cuda.cpp defines
+    its kernel once under `#if defined(USE_CUDA_CONSTANT_MEMORY)` and once under `#else`). A
+    region cut across a conditional loses its begin or end line when it is preprocessed, so the
+    allowlist could read none of its candidates. A region already balanced is returned as is."""
+    groups: list[tuple[int, int]] = []  # (the #if line's start, the end of its #endif line)
+    directives: list[tuple[int, bytes, int]] = []  # (where, kind, its group's index)
+    opened: list[tuple[int, int]] = []  # (group index, #if line's start)
+    for match in _CONDITIONAL.finditer(source):
+        kind = match.group(1)
+        if kind.startswith(b"if"):
+            index = len(groups)
+            opened.append((index, match.start()))
+            groups.append((match.start(), len(source)))
+        elif opened:
+            index = opened[-1][0]
+            if kind == b"endif":
+                line_end = source.find(b"\n", match.end())
+                groups[index] = (opened.pop()[1], len(source) if line_end < 0 else line_end + 1)
+        else:
+            continue  # an #else or #endif without its #if: not this function's to judge
+        directives.append((match.start(), kind, index))
+    while True:
+        depth: list[int] = []
+        crossed = None
+        for where, kind, index in directives:
+            if not start <= where < end:
+                continue
+            if kind.startswith(b"if"):
+                depth.append(index)
+            elif not depth or depth[-1] != index:
+                crossed = index  # a branch or end of a conditional the region did not open
+                break
+            elif kind == b"endif":
+                depth.pop()
+        if crossed is None and depth:
+            crossed = depth[0]  # opened inside, closed after the region
+        if crossed is None:
+            return start, end
+        start, end = min(start, groups[crossed][0]), max(end, groups[crossed][1])

@@ -48,7 +48,10 @@ def decide(
 ) -> Verdict:
     """Combine the build, the correctness check, the guards and the timing into one verdict."""
     correct = compiled and check is not None and check.ok
-    rejections = [*_build_reasons(compiled, build_errors, check), *guard_reasons]
+    if compiled and check is None and guard_reasons:  # refused before any check could run
+        rejections = list(guard_reasons)  # (an "unchecked" first would hide why)
+    else:
+        rejections = [*_build_reasons(compiled, build_errors, check), *guard_reasons]
     if rejections:
         return Verdict(compiled, correct, None, "rejected", tuple(rejections))
     if comparison is None:
