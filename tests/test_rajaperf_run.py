@@ -18,7 +18,7 @@ import pytest
 
 from integration.rajaperf import drive
 from integration.rajaperf.prepare import prepare
-from integration.rajaperf.protocol import Options, ProtocolError, run_protocol
+from integration.rajaperf.protocol import Options, ProtocolError, chosen_kernels, run_protocol
 from nvcc_opt.bench.render import write_report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rajaperf"
@@ -187,3 +187,20 @@ def test_protocol_runs_one_kernel_run_per_gpu_at_once(
         assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(one, one[1:], strict=False))
     first, second = by_gpu["0"][0], by_gpu["1"][0]
     assert first[0] < second[1] and second[0] < first[1]  # ran at the same time
+
+
+def test_only_runs_the_named_kernels_in_the_order_given(tmp_path: Path) -> None:
+    """A device call with little time runs the most wanted first (it ran them in the suite's
+    order, and the three it reached were not the ones asked for first)."""
+
+    def names(*only: str) -> list[str]:
+        options = Options(tmp_path, "search", tmp_path / "r", only=only)
+        return [k.full_name for k in chosen_kernels(options)]
+
+    assert names("Polybench_POLYBENCH_GEMM", "PRESSURE", "Apps_PRESSURE") == [
+        "Polybench_POLYBENCH_GEMM",
+        "Apps_PRESSURE",
+    ]
+    assert names()[:2] == ["Apps_CONVECTION3DPA", "Apps_DEL_DOT_VEC_2D"]
+    with pytest.raises(ProtocolError, match="unknown kernels: NOPE"):
+        names("PRESSURE", "NOPE")

@@ -177,11 +177,17 @@ def optimize_all(
 
 
 def chosen_kernels(options: Options) -> list[Kernel]:
+    """Every kernel, or those --only names in the order given (a call with little device time
+    runs the most wanted first); ProtocolError naming unknown ones."""
     if not options.only:
         return list(KERNELS)
-    wanted = set(options.only)
-    picked = [k for k in KERNELS if k.name in wanted or k.full_name in wanted]
-    unknown = wanted - {k.name for k in picked} - {k.full_name for k in picked}
+    picked: list[Kernel] = []
+    unknown = []
+    for name in options.only:
+        found = [k for k in KERNELS if name in (k.name, k.full_name)]
+        if not found:
+            unknown.append(name)
+        picked += [k for k in found if k not in picked]
     if unknown:
         raise ProtocolError(f"unknown kernels: {', '.join(sorted(unknown))}")
     return picked
