@@ -484,6 +484,17 @@ WARNING_CASES = {
     "malformed key": ("// @optimize 9x=1\nvoid f() {}\n", "malformed key=value", 1),
     "unknown key": ("// @optimize speed=fast\nvoid f() {}\n", "unknown @optimize key", 1),
     "mismatched end": ("// @optimize begin a\nint x;\n// @optimize end b\n", "closes", 3),
+    "block across #else": (
+        "#if A\n// @optimize begin k\nint a;\n#else\nint b;\n// @optimize end\n#endif\n",
+        "crosses the #else on line 4",
+        2,
+    ),
+    "block across an inner #endif and the outer #else": (
+        "#if A\n#if B\n// @optimize begin k\nint a;\n#endif\n#else\nint b;\n// @optimize end\n"
+        "#endif\n",
+        "crosses the #else on line 6",
+        3,
+    ),
     "skipped branch": (
         "#ifdef A\nvoid f(A a) {\n#else\n// @optimize\nvoid f(B b) {\n#endif\n}\n",
         "above the #if",
@@ -498,6 +509,23 @@ WARNING_CASES = {
 def test_warnings(source: str, message: str, line: int) -> None:
     result = scan(source.encode())
     assert [(w.line, message in w.message) for w in result.warnings] == [(line, True)]
+
+
+def test_whole_conditionals_inside_a_region_are_fine_and_a_crossing_one_is_kept() -> None:
+    """A region may hold whole #if ... #endif blocks (nested, with #elif/#else), sit inside one
+    branch, or begin in a branch and end after its #endif (both ends kept whenever that branch
+    is compiled). One that ends in another branch of the conditional it begins in is still a
+    region (the build substitutes text), with a warning: preprocessed, it always loses an end."""
+    whole = (
+        "#if A\n// @optimize begin k\n#ifdef B\nint b;\n#elif C\nint c;\n#else\n#if D\nint d;"
+        "\n#endif\n#endif\n// @optimize end\n#endif\n"
+        "// @optimize\nvoid f() {\n#if E\n  g();\n#endif\n}\n"
+        "#ifdef F\n// @optimize begin tail\nint t;\n#endif\nint u;\n// @optimize end\n"
+    )
+    result = scan(whole.encode())
+    assert [r.name for r in result.regions] == ["k", "f", "tail"] and result.warnings == ()
+    crossing = scan(WARNING_CASES["block across #else"][0].encode())
+    assert [r.name for r in crossing.regions] == ["k"]
 
 
 def test_bad_key_value_keeps_the_region() -> None:

@@ -219,7 +219,7 @@ class _Branches:
         return _READ
 
 
-def _conditional(src: bytes, token: Token) -> tuple[bytes, bytes]:
+def conditional(src: bytes, token: Token) -> tuple[bytes, bytes]:
     """A conditional directive's name and its condition when that is one token (`0`, `X`)."""
     body = src[token[1] + 1 : token[2]]
     if not body.lstrip().startswith((b"if", b"el", b"endif")):
@@ -251,7 +251,7 @@ def read_branches(src: bytes, tokens: list[Token]) -> tuple[list[Token], list[To
         elif branches.mode == _SKIPPED:
             skipped.extend(segment)
         if segment and segment[-1][0] == DIRECTIVE:
-            branches.directive(*_conditional(src, segment[-1]))
+            branches.directive(*conditional(src, segment[-1]))
         start = end + 1
     return read, skipped
 

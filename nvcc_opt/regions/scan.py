@@ -13,11 +13,13 @@ from bisect import bisect_right
 from nvcc_opt._sha import sha256
 from nvcc_opt.regions.lexer import (
     COMMENT,
+    DIRECTIVE,
     PUNCT,
     UNTERMINATED,
     WORD,
     Token,
     bom_length,
+    conditional,
     read_branches,
     tokenize,
 )
@@ -63,7 +65,9 @@ class _Walker:
 
     def __init__(self, src: bytes) -> None:
         self.src = src
-        self.toks, skipped = read_branches(src, tokenize(src))
+        tokens = tokenize(src)
+        self.directives = [t for t in tokens if t[0] == DIRECTIVE]
+        self.toks, skipped = read_branches(src, tokens)
         self.starts = _line_starts(src)
         self.pragmas: dict[int, list[bytes]] = {}
         for index, token in enumerate(self.toks):
@@ -173,10 +177,41 @@ class _Walker:
             return
         start = self.starts[start_line - 1]
         end = self.starts[end_line] if end_line < len(self.starts) else len(self.src)
+        crossing = self._crossed_conditional(start, end)
+        if crossing is not None:
+            self.warn(
+                pragma_line,
+                f"@optimize region crosses the #{crossing[1]} on line {crossing[0]}: it begins in "
+                "one branch of a preprocessor conditional and ends in another, so preprocessed "
+                "it always loses one of its ends and no rewrite of it can be verified; tag the "
+                "whole #if ... #endif instead",
+            )
         digest = sha256(self.src[start:end].replace(b"\r\n", b"\n")).hexdigest()
         name = self._unique(name, pragma_line)
         span = RegionSpan(name, kind, pragma_line, start_line, end_line, start, end, digest)
         self.regions.append(span)
+
+    def _crossed_conditional(self, start: int, end: int) -> tuple[int, str] | None:
+        """(line, directive) of the `#elif`/`#else` between `start` and `end` that takes the
+        region from the branch it begins in into another branch of the same conditional, where
+        it ends: at most one of the two is compiled, so preprocessed the region always loses an
+        end. None otherwise (a region may hold whole conditionals, and one that begins in a branch
+        and ends after its `#endif` keeps both ends whenever that branch is compiled)."""
+        depth = 0
+        switched: tuple[int, str] | None = None
+        for token in self.directives:
+            if not start <= token[1] < end:
+                continue
+            name = conditional(self.src, token)[0].decode("ascii", "replace")
+            if name.startswith("if"):
+                depth += 1
+            elif name == "endif" and depth:
+                depth -= 1
+            elif name == "endif":
+                switched = None  # out of that conditional: the end is after it
+            elif name in ("elif", "else") and not depth:
+                switched = (self.line(token[1]), name)
+        return switched
 
     def _unique(self, name: str, line: int) -> str:
         count = self.names.get(name, 0) + 1
