@@ -25,6 +25,7 @@ from nvcc_opt_train.importers import Skip, cuda13
 from nvcc_opt_train.importers.hecbench import HecbenchError, HecbenchOptions, import_hecbench
 from nvcc_opt_train.importers.makefile import read_makefile
 from nvcc_opt_train.importers.tagging import find_kernels, tag_pair, tag_single
+from nvcc_opt_train.problems_cli import reason_class
 from nvcc_opt_train.problemset import Problem
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hecbench"
@@ -251,6 +252,26 @@ def test_a_kernel_in_a_header_is_tagged_in_the_cu_that_includes_it(
         assert (app / "kernels.h").read_bytes() == header
         assert main.index(b"#include <cstdlib>") < main.index(b"__global__ void clear_bins")
         assert main.index(b"__global__ void histogram") < main.index(b"int main(")
+
+
+def test_a_header_that_cannot_move_is_one_skip_per_problem_naming_why(tmp_path: Path) -> None:
+    """Included by two .cu files, the header's kernels cannot move into one of them: each
+    problem is skipped with a reason of its own class, saying why."""
+    root = tmp_path / "hec"
+    shutil.copytree(FIXTURE, root)
+    bench = root / "src" / "histo-cuda"
+    (bench / "extra.cu").write_text('#include "kernels.h"\nvoid extra() {}\n')
+    cmake = bench / "CMakeLists.txt"
+    cmake.write_text(cmake.read_text().replace("SOURCES main.cu", "SOURCES main.cu extra.cu"))
+    items = list(import_hecbench(root, tmp_path / "p", HecbenchOptions(only=("histo",)), print))
+    skips = [i for i in items if isinstance(i, Skip)]
+    assert not [i for i in items if isinstance(i, Problem)]
+    assert len(skips) == 3
+    assert skips[0].reason == (
+        "header not moved: single clear_bins (kernels.h): the launcher substitutes regions only"
+        " in the file nvcc compiles, and included 2 times (extra.cu, main.cu), not once"
+    )
+    assert {reason_class(s.reason) for s in skips} == {"header not moved"}
 
 
 @pytest.mark.slow

@@ -274,8 +274,8 @@ def _make(
     if not is_translation_unit(file):
         moved = inline_header(bench.files, file, tagged.source)
         if isinstance(moved, str):
-            why = f"{kind} {what} ({file}): a header, and the launcher substitutes regions only "
-            return Skip(SOURCE, bench.name, why + f"in the file nvcc compiles; not moved: {moved}")
+            why = f"header not moved: {kind} {what} ({file}): the launcher substitutes regions "
+            return Skip(SOURCE, bench.name, why + f"only in the file nvcc compiles, and {moved}")
         files[file] = bench.files[file]
         file, files[moved[0]] = moved
         notes.append(f"the tagged kernel's header {ends[0].file} inlined into {file}")
