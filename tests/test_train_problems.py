@@ -310,3 +310,29 @@ def test_a_build_folder_left_by_a_killed_run_is_configured_again_from_clean(
     built = build_app(app, tmp_path / "scratch", default_cmake_args(False), 2)
     assert built.build_dir == stale
     assert str(app.resolve()) in (stale / "CMakeCache.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_a_region_in_a_file_the_build_does_not_compile_with_nvcc_is_skipped(
+    tmp_path: Path,
+) -> None:
+    """The launcher substitutes only files nvcc compiles: a region tagged in a .cu file the
+    CMakeLists does not list (and so in no compile) can never be optimized, so the check skips
+    it, read from the build's compile_commands.json, whatever the reason it is not compiled."""
+    apps = tmp_path / "apps"
+    shutil.copytree(APPS / "saxpy", apps / "saxpy")
+    shutil.copytree(APPS / "common", apps / "common")
+    orphan = "// @optimize\n__global__ void orphan(float* x) { x[0] = 1.0f; }\n"
+    (apps / "saxpy" / "src" / "unused.cu").write_text(orphan)
+    out = tmp_path / "set"
+    code, output = problems(str(out), "--from", "apps", str(apps), "--check", "build")
+    assert code == 0, output
+    made = ProblemSet.open(out)
+    assert made.problems() == []
+    (skipped,) = made.skipped()
+    assert skipped["reason"] == (
+        "region not compiled: the build compiles no src/unused.cu with nvcc, and the launcher "
+        "substitutes regions only in the files nvcc compiles"
+    )
+    assert made.manifest["summary"]["skipped_by_class"] == {"region not compiled": 1}

@@ -34,9 +34,11 @@ from nvcc_opt.pool.gpu_queue import GpuQueue
 from nvcc_opt.verify.measure import Build, check, run_once
 from nvcc_opt.workspace.diagnostics import trim_errors
 from nvcc_opt.workspace.runner import ProcessRunner, Runner
+from nvcc_opt_train.compiled_sources import EXPORT, not_compiled, nvcc_sources
 from nvcc_opt_train.problemset import PROBLEMS, Problem, write_atomic
 
 LEVELS = ("none", "build", "run")
+CHECK_VERSION = "2"  # 2: a region in a file nvcc does not compile fails the check
 CHECK_DIR = ".check"
 REASON_CHARS = 300
 
@@ -73,10 +75,12 @@ class CheckOptions:
 
 @dataclass(frozen=True)
 class Built:
-    """An app built in a scratch folder: its configuration (root: where it runs from)."""
+    """An app built in a scratch folder: its configuration (root: where it runs from), and the
+    files nvcc compiled (None: not known, for a build CMake did not configure)."""
 
     config: ProjectConfig
     build_dir: Path
+    compiled: frozenset[str] | None = None
 
 
 def project_config(app: Path) -> ProjectConfig:
@@ -110,7 +114,9 @@ def build_app(app: Path, scratch: Path, cmake_args: Sequence[str], parallel: int
         env.pop(name, None)
     if (app / "CMakeLists.txt").is_file():
         build_dir = scratch / "build"
-        configure = ["cmake", "-S", str(app), "-B", str(build_dir), "-G", "Ninja", *cmake_args]
+        configure = [
+            "cmake", "-S", str(app), "-B", str(build_dir), "-G", "Ninja", EXPORT, *cmake_args
+        ]  # fmt: skip
         reused = build_dir.exists()
         try:
             _step("configure", configure, app, env, config.build.timeout_s)
@@ -133,7 +139,7 @@ def build_app(app: Path, scratch: Path, cmake_args: Sequence[str], parallel: int
         _step("build", config.render_build(build_dir), config.root, env, config.build.timeout_s)
     except AppFailed as exc:  # name the app's files as the problem has them
         raise AppFailed(str(exc).replace(f"{config.root}{os.sep}", "")) from exc
-    return Built(config, build_dir)
+    return Built(config, build_dir, nvcc_sources(build_dir, config.root))
 
 
 def _step(what: str, argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> None:
@@ -273,12 +279,16 @@ def check_problems(
             yield problem, cached or None
     parallel = max(1, (os.cpu_count() or 1) // max(1, options.jobs))
 
+    compiled: dict[str, frozenset[str] | None] = {}  # by the id of a group's first problem
+
     def build(problem: Problem) -> Built:
         scratch = root / CHECK_DIR / problem.id
         # a check that was not recorded starts clean: a run killed mid-configure leaves a
         # half-written CMake cache that would fail every later configure
         shutil.rmtree(scratch, ignore_errors=True)
-        return build_app(root / problem.app, scratch, options.cmake_args, parallel)
+        built = build_app(root / problem.app, scratch, options.cmake_args, parallel)
+        compiled[problem.id] = built.compiled
+        return built
 
     def run(problem: Problem, built: Built, gpu: str) -> float:
         return run_app(built, gpu, ProcessRunner(), options.max_run_s)
@@ -295,8 +305,9 @@ def check_problems(
     )
     by_first = {group[0].id: group for group in same_code.values()}
     for first, outcome in checked:
-        why = str(outcome) if isinstance(outcome, AppFailed) else None
+        failed = str(outcome) if isinstance(outcome, AppFailed) else None
         for problem in by_first[first.id]:
+            why = failed or not_compiled(problem.regions, compiled.get(first.id))
             if why is not None:
                 say(f"{problem.id}: {why}")
             elif isinstance(outcome, float):
@@ -323,7 +334,8 @@ def _hash_all(folders: Iterable[Path]) -> str:
 
 
 def _cache_key(root: Path, problem: Problem, options: CheckOptions, shared: str) -> str:
-    parts = [app_hash(root / problem.app), shared, options.level, *options.cmake_args]
+    parts = [CHECK_VERSION, app_hash(root / problem.app), shared, options.level]
+    parts += options.cmake_args
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
 
 
