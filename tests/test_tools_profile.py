@@ -256,7 +256,8 @@ def test_the_run_is_the_run_script_under_ncu_on_the_configured_gpu(project: Path
     assert words[-2:] == ["--size", "1024"] and words[-3] == f"{tree}/app"
     assert run.env is not None and run.env["CUDA_VISIBLE_DEVICES"] == "1"
     assert run.timeout_s == RUN_TIMEOUT_S * SLOWDOWN
-    assert run.sandbox and tree in run.writable
+    assert run.sandbox and tree not in run.writable  # as a benchmark_code run's
+    assert tree.parent in run.readonly and project in run.readonly
     staged = json.loads((tree / ".nvcc-opt-tree" / "candidate.json").read_text())
     assert "rescale_kernel" in staged["code"]
 

@@ -120,9 +120,9 @@ class Benchmark:
         result = base.build(candidate_file=None, timeout_s=self.config.build.timeout_s)
         if not result.ok:
             raise ToolError(f"the baseline does not build:\n{result.errors}")
-        return self._build_of(base.path)
+        return self.build_of(base.path)
 
-    def _build_of(self, tree: Path) -> Build:
+    def build_of(self, tree: Path) -> Build:
         """A tree's runs may not write any private tree of this project (a candidate could
         change the baseline's binary), nor the project or the user's build."""
         protected = (tree.parent, self.config.root, self.config.build_dir)
@@ -199,7 +199,7 @@ class Benchmark:
         if refused:
             return decide(True, "", None, None, guard_reasons=refused)
         _, tree = self.trees()
-        candidate_build = self._build_of(tree.path)
+        candidate_build = self.build_of(tree.path)
         later = None if more_checks is None else lambda: more_checks(baseline, candidate_build)
         library = self.channel()
         try:

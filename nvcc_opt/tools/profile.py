@@ -134,12 +134,16 @@ class Profile:
             gpu_lease(gpu),  # the GPU alone: ncu replays and times launches
         ):
             work = Path(scratch)
+            # as a benchmark_code run: no private tree writable (a candidate could change the
+            # next candidate's objects), the project and the user's build neither
+            build = self.bench.build_of(build_dir)
             return self.bench.runner.run(
                 [*words, *config.render_run(build_dir, gpu, work)],
                 cwd=config.run_cwd(build_dir, gpu, work),
                 env={**os.environ, **config.run_env(build_dir, gpu, work)},
                 timeout_s=config.run.timeout_s * SLOWDOWN,
-                writable=(build_dir, work),  # the last one becomes TMPDIR, where ncu locks
+                writable=(*build.writable, work),  # the last one becomes TMPDIR, where ncu locks
+                readonly=build.readonly,
                 output_cap=4_000_000,
             )
 
