@@ -20,10 +20,12 @@ import re
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nvcc_opt.config import ProjectConfig
 from nvcc_opt.pool.lease import gpu_lease
@@ -33,7 +35,7 @@ from nvcc_opt.tools.region import Region
 from nvcc_opt.verify.changed_inputs import StateTimes, changed_input_reasons
 from nvcc_opt.verify.corroborate import Observed
 from nvcc_opt.verify.kernels import RegionKernels, region_kernels
-from nvcc_opt.verify.measure import Build, check, run_once
+from nvcc_opt.verify.measure import Build, check, run_once, uncontained
 from nvcc_opt.verify.state import state_check
 from nvcc_opt.verify.verdict import Verdict
 from nvcc_opt.workspace.runner import Completed, Runner
@@ -55,6 +57,7 @@ def verify_code(
 ) -> tuple[Verdict, list[str]]:
     """(verdict, notes). Notes say what could not be checked here (no sanitizer, no sandbox)."""
     label = f"verify-{os.getpid()}-{time.time_ns()}"
+    runner = Recording(runner)  # every run of the verification counts for `uncontained:`
     bench = Benchmark(config, region, runner, launcher, label=label)
     notes: list[str] = []
     kernels = region_kernels(region.text, code)
@@ -65,11 +68,30 @@ def verify_code(
             code, compile_args, config.run.final_repeats, checks, stop_early=False
         )
         notes += [n for n in bench.notes if n not in notes]
+        if not any(n.startswith("uncontained:") for n in notes):
+            notes += uncontained(runner.completed)  # fresh inputs, state check, sanitizer too
         return verdict, notes
     finally:
         for tree in bench._trees or ():
             shutil.rmtree(tree.path, ignore_errors=True)
         bench.close()
+
+
+class Recording:
+    """A runner that keeps every result, so a verification's caveats cover all of its runs (the
+    timed ones say `uncontained:` themselves; the fresh-input, state-check and sanitizer runs,
+    and those of a candidate rejected early, did not)."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self.completed: list[Completed] = []
+        self._lock = threading.Lock()
+
+    def run(self, argv: Sequence[str], **options: Any) -> Completed:
+        done = self.runner.run(argv, **options)
+        with self._lock:  # builds, checks and runs of one verification run side by side
+            self.completed.append(done)
+        return done
 
 
 @dataclass
