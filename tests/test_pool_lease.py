@@ -260,7 +260,7 @@ def _project(tmp_path: Path) -> Path:
 def test_profiler_runs_hold_their_gpu(tmp_path: Path) -> None:
     root = _project(tmp_path)
     probe = _LeaseProbe()
-    bench = SimpleNamespace(config=load(root), gpu="5", runner=probe)
+    bench = SimpleNamespace(config=load(root), gpu="5", runner=probe, build_of=Build)
     Profile(bench)._run(["ncu", "--csv"], root / "build")  # type: ignore[arg-type]
     assert probe.leased == [True] and probe.calls[0].argv[0] == "ncu"
     assert not _busy("5")
