@@ -29,6 +29,28 @@ class UnitError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Entry:
+    """One compile_commands.json entry: its folder, its source's real path, its words."""
+
+    folder: Path
+    source: str
+    words: list[str]
+    output: str | None  # the entry's own "output", where CMake writes one
+
+
+def read_entries(database: Path) -> list[Entry]:
+    """compile_commands.json's entries, in its order. OSError or ValueError when it cannot be
+    read; KeyError or TypeError for an entry CMake would not write."""
+    found = []
+    for entry in json.loads(database.read_text(encoding="utf-8")):
+        folder = Path(entry["directory"])
+        words = [str(w) for w in entry.get("arguments") or shlex.split(entry["command"])]
+        source = os.path.realpath(folder / entry["file"])
+        found.append(Entry(folder, source, words, entry.get("output")))
+    return found
+
+
+@dataclass(frozen=True)
 class Compiled:
     output: str  # the compiler's stdout and stderr
     obj: Path
@@ -48,20 +70,18 @@ def compile_commands(database: Path, source: Path) -> list[tuple[list[str], Path
     with different flags has two), in its order; entries that differ only in their output and
     depfile options count once. Raises UnitError when there is none."""
     try:
-        entries = json.loads(database.read_text(encoding="utf-8"))
+        entries = read_entries(database)
     except (OSError, ValueError) as exc:
         raise UnitError(f"cannot read the private tree's {database.name} ({exc})") from exc
     wanted = os.path.realpath(source)
     found: list[tuple[list[str], Path]] = []
     seen: set[tuple[str, ...]] = set()
     for entry in entries:
-        folder = Path(entry["directory"])
-        if os.path.realpath(folder / entry["file"]) == wanted:
-            words = [str(w) for w in entry.get("arguments") or shlex.split(entry["command"])]
-            key = (str(folder), *without_options(words, _DROPPED))
+        if entry.source == wanted:
+            key = (str(entry.folder), *without_options(entry.words, _DROPPED))
             if key not in seen:
                 seen.add(key)
-                found.append((words, folder))
+                found.append((entry.words, entry.folder))
     if not found:
         raise UnitError(
             f"the build compiles no {source.name} (not in compile_commands.json): the region "
@@ -147,19 +167,17 @@ def objects_of(tree: Path, source: Path) -> list[Path]:
     two targets build has two): each entry's `output`, else its command's -o; none when the
     database cannot be read."""
     try:
-        entries = json.loads((tree / "compile_commands.json").read_text(encoding="utf-8"))
+        entries = read_entries(tree / "compile_commands.json")
     except (OSError, ValueError):
         return []
     wanted = os.path.realpath(source)
     found: list[Path] = []
     for entry in entries:
-        folder = Path(entry["directory"])
-        if os.path.realpath(folder / entry["file"]) != wanted:
+        if entry.source != wanted:
             continue
-        words = [str(w) for w in entry.get("arguments") or shlex.split(entry["command"])]
-        output = entry.get("output") or _output_option(words)
-        if output and folder / output not in found:
-            found.append(folder / output)
+        output = entry.output or _output_option(entry.words)
+        if output and entry.folder / output not in found:
+            found.append(entry.folder / output)
     return found
 
 

@@ -10,10 +10,10 @@ skipped, whatever the reason it is not.
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 from pathlib import Path
+
+from nvcc_opt.workspace.unit import read_entries
 
 EXPORT = "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"
 NVCC = "nvcc"
@@ -24,22 +24,16 @@ def nvcc_sources(build_dir: Path, app: Path) -> frozenset[str] | None:
     with nvcc; None when there is no readable compile_commands.json (a build CMake did not
     configure), so nothing can be said."""
     try:
-        entries = json.loads((build_dir / "compile_commands.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(entries, list):
+        entries = read_entries(build_dir / "compile_commands.json")
+    except (OSError, ValueError, KeyError, TypeError):
         return None
     root = os.path.realpath(app)
     found = set()
     for entry in entries:
-        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
-            continue
-        words = entry.get("arguments") or shlex.split(str(entry.get("command", "")))
-        if not any(Path(str(word)).name == NVCC for word in words[:3]):
+        if not any(Path(word).name == NVCC for word in entry.words[:3]):
             continue  # the host compiler's: the launcher never sees it
-        file = os.path.realpath(os.path.join(str(entry.get("directory", "")), entry["file"]))
-        if os.path.commonpath([root, file]) == root:
-            found.add(Path(os.path.relpath(file, root)).as_posix())
+        if os.path.commonpath([root, entry.source]) == root:
+            found.add(Path(os.path.relpath(entry.source, root)).as_posix())
     return frozenset(found)
 
 
