@@ -10,11 +10,10 @@ scanned with nvcc-opt's own region scanner: a region it would not find as writte
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from integration.rajaperf.macros import Defines, Expander
-from nvcc_opt.regions.lexer import COMMENT, DIRECTIVE, PUNCT, WORD, tokenize
+from nvcc_opt.regions.lexer import COMMENT, DIRECTIVE, PUNCT, WORD, conditional, tokenize
 from nvcc_opt.regions.scan import scan
 
 NOTE = "// nvcc-opt rajaperf: the Base_CUDA kernels, {header}'s macros expanded (undo: unprepare)"
@@ -135,9 +134,6 @@ def tag(cuda_source: str, defines: Defines, region: str, header: str, where: str
     )
 
 
-_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b", re.MULTILINE)
-
-
 def _balanced(source: bytes, start: int, end: int) -> tuple[int, int]:
     """[start, end) widened to whole lines and whole `#if ... #endif` blocks wherever it would
     begin in one branch of a conditional and end in another or outside it (FIR-Cuda.cpp defines
@@ -147,20 +143,21 @@ def _balanced(source: bytes, start: int, end: int) -> tuple[int, int]:
     groups: list[tuple[int, int]] = []  # (the #if line's start, the end of its #endif line)
     directives: list[tuple[int, bytes, int]] = []  # (where, kind, its group's index)
     opened: list[tuple[int, int]] = []  # (group index, #if line's start)
-    for match in _CONDITIONAL.finditer(source):
-        kind = match.group(1)
+    for token in tokenize(source):
+        kind = conditional(source, token)[0] if token[0] == DIRECTIVE else b""
         if kind.startswith(b"if"):
             index = len(groups)
-            opened.append((index, match.start()))
-            groups.append((match.start(), len(source)))
-        elif opened:
+            line_start = source.rfind(b"\n", 0, token[1]) + 1
+            opened.append((index, line_start))
+            groups.append((line_start, len(source)))
+        elif kind in (b"elif", b"else", b"endif") and opened:
             index = opened[-1][0]
             if kind == b"endif":
-                line_end = source.find(b"\n", match.end())
+                line_end = source.find(b"\n", token[2])
                 groups[index] = (opened.pop()[1], len(source) if line_end < 0 else line_end + 1)
         else:
-            continue  # an #else or #endif without its #if: not this function's to judge
-        directives.append((match.start(), kind, index))
+            continue  # not a conditional, or an #else or #endif without its #if
+        directives.append((token[1], kind, index))
     while True:
         depth: list[int] = []
         crossed = None
