@@ -276,9 +276,11 @@ def _make(
         if isinstance(moved, str):
             why = f"header not moved: {kind} {what} ({file}): the launcher substitutes regions "
             return Skip(SOURCE, bench.name, why + f"only in the file nvcc compiles, and {moved}")
-        files[file] = bench.files[file]
-        file, files[moved[0]] = moved
-        notes.append(f"the tagged kernel's header {ends[0].file} inlined into {file}")
+        unit, text = moved
+        files[file] = bench.files[file]  # the header as it was, untagged
+        files[unit] = text
+        notes.append(f"the tagged kernel's header {file} inlined into {unit}")
+        file = unit
     problem_id = _unique_id(f"hecbench-{bench.name}-{what}", ids)
     files["nvcc-opt.toml"] = bench.toml.encode()
     _write_app(bench.dest / problem_id, files)

@@ -18,16 +18,17 @@ from __future__ import annotations
 import posixpath
 import re
 
+from nvcc_opt.bench.apps import REGION_SUFFIXES
+
 # A quoted #include at the start of a line (angle-bracket includes never name the benchmark's
 # own headers, and a commented-out `// #include` does not match).
 INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"[^\n]*(?:\n|$)', re.MULTILINE)
 PRAGMA_ONCE = re.compile(rb"^[ \t]*#[ \t]*pragma[ \t]+once[^\n]*\n?", re.MULTILINE)
-TRANSLATION_UNIT = ".cu"
 
 
 def is_translation_unit(file: str) -> bool:
     """Whether the launcher sees regions of `file` (nvcc compiles it as a main source file)."""
-    return file.endswith(TRANSLATION_UNIT)
+    return posixpath.splitext(file)[1] in REGION_SUFFIXES
 
 
 def _resolved(includer: str, target: bytes) -> str:
