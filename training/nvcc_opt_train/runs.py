@@ -205,8 +205,8 @@ def run_problems(
     done = {(r.id, r.run) for r in read_runs(out)}
     jobs = [
         (problemset.app_dir(p).resolve(), run)
-        for p in problems
         for run in range(1, options.runs + 1)
+        for p in by_benchmark_turns(problems)
         if (p.id, run) not in done
     ]
     options = replace(options, suite=(problemset.root / "problems").resolve())
@@ -224,6 +224,24 @@ def run_problems(
     echo(f"{total - len(jobs)} of {total} runs already recorded in {out / RUNS}")
     _, interrupted = run_jobs(jobs, options, out / "work", _locked(echo), record)
     return Progress(total, total - len(jobs), finished, len(jobs) - finished, interrupted)
+
+
+def by_benchmark_turns(problems: Sequence[Problem]) -> list[Problem]:
+    """The problems in turns over their benchmarks: the first problem of each benchmark, then
+    the second of each, and so on (each benchmark's own order kept), so that a call stopped by
+    --within has covered as many benchmarks as it could, not every A, B and A+B of the first.
+
+    >>> from nvcc_opt_train.problemset import Problem
+    >>> ps = [Problem(i, "hecbench", b, (), ()) for i, b in
+    ...       [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b"), ("c1", "c"), ("c2", "c")]]
+    >>> [p.id for p in by_benchmark_turns(ps)]
+    ['a1', 'b1', 'c1', 'a2', 'c2', 'a3']
+    """
+    groups: dict[str, list[Problem]] = {}
+    for problem in problems:
+        groups.setdefault(problem.benchmark, []).append(problem)
+    turns = max((len(g) for g in groups.values()), default=0)
+    return [g[i] for i in range(turns) for g in groups.values() if i < len(g)]
 
 
 def run_record(problem: Problem, run: int, ran: AppRun, options: Options, out: Path) -> RunRecord:
