@@ -4,7 +4,8 @@ tests/fixtures/hecbench is written for these tests (no HeCBench code): a Makefil
 benchmark (vadd), add_hecbench_benchmark ones with COMPILE_OPTIONS/INCLUDE_DIRS and three kernels
 in one file, one templated with __launch_bounds__ (scale), a cub::Sum() fixed for CUDA 13
 (reduce), kernels in a header its main.cu includes (histo), a benchmarks.yaml, and one
-benchmark per skip: data files (reader's arguments, loader's fopen), MPI (halo), no
+benchmark per skip: data files (reader's arguments, loader's fopen,
+bigrams' DVC pointer to an archive the checkout lacks), MPI (halo), no
 PASS/FAIL (quiet), a removed cudaDeviceProp field (clock), an include outside its folder.
 """
 
@@ -116,6 +117,8 @@ def test_skips_name_the_benchmark_and_one_reason(
     assert reasons == {
         ("reader", "needs data files (its default arguments name ../data/reader/input.txt)"),
         ("loader", "needs data files (fopen of a fixed name in main.cu)"),
+        ("bigrams", "needs data files (data.tar.gz is kept in DVC (data.tar.gz.dvc) and is not in "
+         "this checkout: dvc pull fetches it)"),
         ("halo", "needs MPI (#include <mpi.h> in main.cu)"),
         ("quiet", "nothing checks its results (its sources print no PASS/FAIL)"),
         ("clock", "CUDA 13: main.cu uses cudaDeviceProp::clockRate, removed in CUDA 13"),
@@ -123,6 +126,18 @@ def test_skips_name_the_benchmark_and_one_reason(
         ("scale", "kernel unused_kernel (main.cu) is never launched"),
     }
     assert all(s.source == "hecbench" for s in skips)
+
+
+def test_a_dvc_pointer_skips_only_while_its_data_is_absent(tmp_path: Path) -> None:
+    from nvcc_opt_train.importers.hecbench_checks import dvc_data
+
+    folder = tmp_path / "bench-cuda"
+    shutil.copytree(FIXTURE / "src" / "bigrams-cuda", folder)
+    reason = dvc_data(folder)
+    assert reason is not None and "data.tar.gz" in reason and "dvc pull" in reason
+    (folder / "data.tar.gz").write_bytes(b"fetched")  # after `dvc pull`
+    assert dvc_data(folder) is None
+    assert dvc_data(FIXTURE / "src" / "vadd-cuda") is None  # no pointer at all
 
 
 def test_nvcc_opt_toml_loads_with_run_time_and_check(

@@ -31,6 +31,7 @@ from nvcc_opt_train.importers.hecbench_build import (
 )
 from nvcc_opt_train.importers.hecbench_checks import (
     data_files,
+    dvc_data,
     prints_pass,
     third_party,
     used_files,
@@ -144,7 +145,7 @@ def _read(
     if size > options.max_bytes:
         raise BuildSkip(f"its sources are {size} bytes (max_bytes {options.max_bytes})")
     run = run_spec(test, mk, [(folder / f).read_bytes() for f in used])
-    reason = third_party(folder, used) or data_files(folder, used)
+    reason = third_party(folder, used) or dvc_data(folder) or data_files(folder, used)
     if reason:
         raise BuildSkip(reason)
     if not prints_pass(folder, used):

@@ -15,6 +15,7 @@ from pathlib import Path
 from nvcc_opt_train.importers.hecbench_build import BuildSkip
 from nvcc_opt_train.importers.tagging import code_only, unconditional
 
+_DVC_PATH = re.compile(r"^\s*(?:-\s+)?path:\s*(\S+)\s*$")
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
 # Headers of libraries outside the CUDA toolkit and the C/C++ standard library.
 _THIRD_PARTY = {
@@ -146,6 +147,29 @@ def data_files(folder: Path, files: list[str]) -> str | None:
                 and not literal.group(1).startswith(_SYSTEM_FILE)
             ):
                 return f"needs data files ({what} of a fixed name in {name})"
+    return None
+
+
+def dvc_data(folder: Path) -> str | None:
+    """A reason when the folder keeps data in DVC that this checkout lacks, else None.
+
+    HeCBench keeps a benchmark's inputs out of git: a `NAME.dvc` pointer beside the sources
+    names them (`outs: - path: data.tar.gz`), and `dvc pull` fetches them. A pointer whose path
+    is absent means inputs the run may need are not there, whatever reads them (a name passed
+    through variables and helpers is beyond what `data_files` reads), so the benchmark is left
+    out rather than found failing at its first run."""
+    for pointer in sorted(folder.glob("*.dvc")):
+        try:
+            text = pointer.read_text("utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            match = _DVC_PATH.match(line)
+            if match and not (folder / match.group(1).strip("'\"")).exists():
+                return (
+                    f"needs data files ({match.group(1)} is kept in DVC ({pointer.name}) "
+                    "and is not in this checkout: dvc pull fetches it)"
+                )
     return None
 
 
