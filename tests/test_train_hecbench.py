@@ -117,8 +117,11 @@ def test_skips_name_the_benchmark_and_one_reason(
     assert reasons == {
         ("reader", "needs data files (its default arguments name ../data/reader/input.txt)"),
         ("loader", "needs data files (fopen of a fixed name in main.cu)"),
-        ("bigrams", "needs data files (data.tar.gz is kept in DVC (data.tar.gz.dvc) and is not in "
-         "this checkout: dvc pull fetches it)"),
+        (
+            "bigrams",
+            "needs data files (data.tar.gz is kept in DVC (data.tar.gz.dvc) and is not in "
+            "this checkout: dvc pull fetches it)",
+        ),
         ("halo", "needs MPI (#include <mpi.h> in main.cu)"),
         ("quiet", "nothing checks its results (its sources print no PASS/FAIL)"),
         ("clock", "CUDA 13: main.cu uses cudaDeviceProp::clockRate, removed in CUDA 13"),
