@@ -13,6 +13,7 @@ REGISTER_STEPS = (128, 96, 64, 48, 32)
 FIRST = (
     "fuse",
     "vector_loads",
+    "vector_loads_strided",
     "warp_rows_grid",
     "warp_rows",
     "tile_matmul",

@@ -19,14 +19,16 @@ from nvcc_opt.search.observe import Analysis, Profile
 
 # What each change relieves (a flag's or transform's name -> kinds); maxrregcount* by prefix.
 FEWER_BYTES = {
-    "fuse", "vector_loads", "const_restrict", "restrict", "ldg", "hoist", "preload_run",
-    "stage_table", "warp_rows", "warp_rows_grid", "tile_matmul", "block_warp_wide",
+    "fuse", "vector_loads", "vector_loads_strided", "const_restrict", "restrict", "ldg", "hoist",
+    "preload_run", "stage_table", "warp_rows", "warp_rows_grid", "tile_matmul", "block_warp_wide",
 }  # fmt: skip
 LOAD_LATENCY = {
-    "vector_loads", "preload_run", "stage_table", "ldg", "const_restrict", "hoist",
-    "unroll_runtime", "warp_rows", "warp_rows_grid", "fuse_loops",
+    "vector_loads", "vector_loads_strided", "preload_run", "stage_table", "ldg", "const_restrict",
+    "hoist", "unroll_runtime", "warp_rows", "warp_rows_grid", "fuse_loops",
 }  # fmt: skip
-FEWER_LOAD_INSTRUCTIONS = {"vector_loads", "preload_run", "stage_table", "fuse"}
+FEWER_LOAD_INSTRUCTIONS = {
+    "vector_loads", "vector_loads_strided", "preload_run", "stage_table", "fuse",
+}  # fmt: skip
 FEWER_INSTRUCTIONS = {
     "fast_math", "split_division", "unroll", "sm_90a", "ptxas_O3", "vectorize", "tile_matmul",
     "fuse_loops", "drop_undo",

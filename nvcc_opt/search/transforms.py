@@ -30,6 +30,7 @@ from nvcc_opt.search import (
     undo_pass,
     unroll,
     vector_loads,
+    vector_strided,
     warp_rows,
 )
 from nvcc_opt.search.conditionals import preserved
@@ -102,6 +103,13 @@ TRANSFORMS: tuple[Transform, ...] = (
         " (float4, int4, double2; the same values, a quarter of the memory instructions for"
         " floats)",
         vector_loads.vector_loads,
+    ),
+    Transform(
+        "vector_loads_strided",
+        "the grid-stride loop over vectors of consecutive elements, loaded and stored 16 bytes"
+        " at a time where aligned (float4, int4, double2; the same values, a quarter of the"
+        " memory instructions for floats)",
+        vector_strided.vector_loads_strided,
     ),
     Transform(
         "warp_rows",

@@ -33,7 +33,6 @@ import tree_sitter
 from nvcc_opt.search.cuda import (
     Edit,
     Kernel,
-    PointerParam,
     Source,
     edited,
     fresh_name,
@@ -41,22 +40,27 @@ from nvcc_opt.search.cuda import (
     indentation,
     walk,
 )
+from nvcc_opt.search.element_access import (
+    EMITTED,
+    FIELDS,
+    LOOPS,
+    VECTOR,
+    Access,
+    access,
+    copy,
+    lane,
+    scalar,
+)
 from nvcc_opt.search.kernel_facts import Facts, global_index_name, guarded_rest, statements
 from nvcc_opt.search.read_patterns import (
     BUILTINS,
     LEAVES,
-    as_value,
-    bare,
     candidate_kernels,
     defined_macros,
     math_call,
     taken_names,
 )
 
-VECTOR = {"float": ("::float4", 4), "int": ("::int4", 4), "double": ("::double2", 2)}
-FIELDS = ("x", "y", "z", "w")
-EMITTED = {*FIELDS, "float4", "int4", "double2", "reinterpret_cast", "gridDim", "blockDim"}
-LOOPS = {"for_statement", "while_statement", "do_statement", "for_range_loop"}
 BOUND = re.compile(r"[\w\s()+\-*/.]+")
 
 
@@ -64,10 +68,8 @@ BOUND = re.compile(r"[\w\s()+\-*/.]+")
 class Plan:
     index: str  # i
     bound: str  # n as written
-    element: str
     rest: list[tree_sitter.Node]  # the statements the guard lets run
-    reads: dict[str, list[tree_sitter.Node]]  # pointer -> its `P[i]` reads
-    writes: dict[str, tree_sitter.Node]  # pointer -> the `P[i]` its one statement assigns
+    access: Access  # the rest's reads and writes of P[i]
     replaced: tree_sitter.Node  # the first node replaced (the guard)
 
 
@@ -98,121 +100,21 @@ def _plan(source: Source, kernel: Kernel, facts: Facts) -> Plan | None:
         return None
     if any(identifiers(source, s) & BUILTINS for s in rest):
         return None
-    pointers = {p.name: p for p in kernel.pointers}
-    accesses = _accesses(source, kernel, index, pointers, rest)
-    if not accesses:
-        return None
-    kinds = {facts.scalar(pointers[name].element) for name in accesses}
-    if len(kinds) != 1 or next(iter(kinds)) not in VECTOR:
-        return None
-    reads: dict[str, list[tree_sitter.Node]] = {}
-    writes: dict[str, tree_sitter.Node] = {}
-    top = {s.start_byte for s in rest}
-    for name, nodes in accesses.items():
-        for node in nodes:
-            parent = node.parent
-            if (
-                parent is not None
-                and parent.type == "assignment_expression"
-                and parent.child_by_field_name("left") == node
-                and source.text(parent.child_by_field_name("operator") or parent) == "="
-                and parent.parent is not None
-                and parent.parent.type == "expression_statement"
-                and parent.parent.start_byte in top
-                and name not in writes
-            ):
-                writes[name] = node
-            elif _value(source, node):
-                reads.setdefault(name, []).append(node)
-            else:
-                return None
-    for name, write in writes.items():
-        statement = write.parent.parent if write.parent is not None else None
-        end = write.end_byte if statement is None else statement.end_byte
-        if pointers[name].const or any(r.start_byte > end for r in reads.get(name, [])):
-            return None  # a read after the write would see the new value
-    if not reads:
-        return None
-    element = next(iter(kinds))
-    return Plan(index, bound, element, rest, reads, writes, body[1])
-
-
-def _accesses(
-    source: Source,
-    kernel: Kernel,
-    index: str,
-    pointers: dict[str, PointerParam],
-    rest: list[tree_sitter.Node],
-) -> dict[str, list[tree_sitter.Node]] | None:
-    """Pointer -> its `P[i]` subscripts in the rest; None when i or a pointer the rest uses is
-    used any other way (i in arithmetic, `P[i + 1]`, a pointer outside the rest)."""
-    start, end = rest[0].start_byte, rest[-1].end_byte
-    found: dict[str, list[tree_sitter.Node]] = {}
-    for node in walk(kernel.body):
-        if node.type != "identifier":
-            continue
-        name = source.text(node)
-        inside = start <= node.start_byte < end
-        if name == index and inside:
-            subscript = _subscript_of_index(source, node, index)
-            if subscript is None:
-                return None
-            array = subscript.child_by_field_name("argument")
-            if array is None or source.text(array) not in pointers:
-                return None
-        elif name in pointers and inside:
-            subscript = node.parent
-            indices = None if subscript is None else subscript.child_by_field_name("indices")
-            if (
-                subscript is None
-                or subscript.type != "subscript_expression"
-                or subscript.child_by_field_name("argument") != node
-                or indices is None
-                or len(indices.named_children) != 1
-                or source.text(bare(indices.named_children[0])) != index
-            ):
-                return None
-            found.setdefault(name, []).append(subscript)
-        elif name in pointers or (name == index and node.start_byte >= end):
-            return None
-    return found
-
-
-def _value(source: Source, read: tree_sitter.Node) -> bool:
-    """A read standing as a value: as `as_value` says, or a branch of `?:`, or an argument of a
-    math function (which takes its arguments by value)."""
-    parent = read.parent
-    while parent is not None and parent.type == "parenthesized_expression":
-        parent = parent.parent
-    if parent is not None and parent.type == "conditional_expression":
-        return True
-    if parent is not None and parent.type == "argument_list" and parent.parent is not None:
-        return parent.parent.type == "call_expression" and math_call(source, parent.parent)
-    return as_value(read)
-
-
-def _subscript_of_index(
-    source: Source, node: tree_sitter.Node, index: str
-) -> tree_sitter.Node | None:
-    parent = node.parent
-    while parent is not None and parent.type == "parenthesized_expression":
-        parent = parent.parent
-    if parent is None or parent.type != "subscript_argument_list":
-        return None
-    subscript = parent.parent
-    return subscript if subscript is not None and subscript.type == "subscript_expression" else None
+    found = access(source, kernel, facts, index, rest)
+    return None if found is None else Plan(index, bound, rest, found, body[1])
 
 
 def _edit(source: Source, plan: Plan, used: set[str]) -> Edit:
-    vector, width = VECTOR[plan.element]
+    vector, width = VECTOR[plan.access.element]
+    reads, writes = plan.access.reads, plan.access.writes
     total, first, k, e = (fresh_name(f"nvcc_opt_{s}", used) for s in ("threads", "first", "k", "e"))
     used |= {total, first, k, e}
-    loaded = {name: fresh_name(f"nvcc_opt_in_{name}", used) for name in plan.reads}
+    loaded = {name: fresh_name(f"nvcc_opt_in_{name}", used) for name in reads}
     used |= set(loaded.values())
-    stored = {name: fresh_name(f"nvcc_opt_out_{name}", used) for name in plan.writes}
+    stored = {name: fresh_name(f"nvcc_opt_out_{name}", used) for name in writes}
     used |= set(stored.values())
     pad = indentation(source, plan.replaced).decode()
-    names = sorted({*plan.reads, *plan.writes})
+    names = sorted({*reads, *writes})
     aligned = " && ".join(f"reinterpret_cast<unsigned long long>({n}) % 16 == 0" for n in names)
     bound = f"(long long)({plan.bound})"
     lines = [
@@ -224,21 +126,21 @@ def _edit(source: Source, plan: Plan, used: set[str]) -> Edit:
     ]
     lines += [
         f"  const {vector} {loaded[n]} = reinterpret_cast<const {vector}*>({n})[{plan.index}];"
-        for n in sorted(plan.reads)
+        for n in sorted(reads)
     ]
-    lines += [f"  {vector} {stored[n]};" for n in sorted(plan.writes)]
-    for lane in range(width):
-        lines += ["  {", *_copy(source, plan, _lane(plan, loaded, stored, FIELDS[lane]), 4), "  }"]
+    lines += [f"  {vector} {stored[n]};" for n in sorted(writes)]
+    for field in FIELDS[:width]:
+        replaced = lane(plan.access, loaded, stored, field)
+        lines += ["  {", *copy(source, plan.rest, replaced, 4), "  }"]
     lines += [
-        f"  reinterpret_cast<{vector}*>({n})[{plan.index}] = {stored[n]};"
-        for n in sorted(plan.writes)
+        f"  reinterpret_cast<{vector}*>({n})[{plan.index}] = {stored[n]};" for n in sorted(writes)
     ]
     lines += [
         "} else {",
         f"  for (int {k} = 0; {k} < {width}; ++{k}) {{",
         f"    const long long {e} = {first} + {k};",
         f"    if ({e} < {bound} && {e} < {total}) {{",
-        *_copy(source, plan, _scalar(plan, e), 6),
+        *copy(source, plan.rest, scalar(plan.access, e), 6),
         "    }",
         "  }",
         "}",
@@ -248,37 +150,3 @@ def _edit(source: Source, plan: Plan, used: set[str]) -> Edit:
     if plan.rest[0].start_byte < plan.replaced.end_byte:  # `if (i < n) {rest}`: the whole if
         end = plan.replaced.end_byte
     return Edit(plan.replaced.start_byte, end, text.encode())
-
-
-def _lane(
-    plan: Plan, loaded: dict[str, str], stored: dict[str, str], field: str
-) -> list[tuple[int, int, str]]:
-    out = [(r.start_byte, r.end_byte, f"{loaded[n]}.{field}") for n, rs in plan.reads.items()
-           for r in rs]  # fmt: skip
-    out += [(w.start_byte, w.end_byte, f"{stored[n]}.{field}") for n, w in plan.writes.items()]
-    return out
-
-
-def _scalar(plan: Plan, e: str) -> list[tuple[int, int, str]]:
-    nodes = [*(r for rs in plan.reads.values() for r in rs), *plan.writes.values()]
-    out = []
-    for node in nodes:
-        indices = node.child_by_field_name("indices")
-        assert indices is not None
-        inner = indices.named_children[0]
-        out.append((inner.start_byte, inner.end_byte, e))
-    return out
-
-
-def _copy(
-    source: Source, plan: Plan, replacements: list[tuple[int, int, str]], indent: int
-) -> list[str]:
-    """The rest's lines with `replacements` (absolute byte ranges) applied, indented."""
-    start, end = plan.rest[0].start_byte, plan.rest[-1].end_byte
-    data = source.data[start:end]
-    for at, stop, text in sorted(replacements, reverse=True):
-        data = data[: at - start] + text.encode() + data[stop - start :]
-    base = indentation(source, plan.rest[0]).decode()
-    lines = data.decode().split("\n")
-    lines = [lines[0], *(x[len(base) :] if x.startswith(base) else x.lstrip() for x in lines[1:])]
-    return [" " * indent + line for line in lines]

@@ -1,0 +1,178 @@
+"""How an element-wise body touches memory, for the vectorizing transforms (`vector_loads.py`
+for a guarded body, `vector_strided.py` for a grid-stride loop): which pointer parameters it
+reads and writes at exactly its own index `P[i]`, and that body copied with those accesses
+replaced (by a vector's fields, or by another index). A leaf helper: it imports no transform.
+
+An access plan exists only when `i` appears in the body as nothing but the whole subscript of a
+pointer parameter, each pointer the body uses appears only there (not outside the body), a
+written pointer is assigned once by a top-level `P[i] = ...;` and never read after it, and every
+read stands as a value. Then the body computes element i from elements i alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tree_sitter
+
+from nvcc_opt.search.cuda import Kernel, PointerParam, Source, indentation, walk
+from nvcc_opt.search.kernel_facts import Facts
+from nvcc_opt.search.read_patterns import as_value, bare, math_call
+
+VECTOR = {"float": ("::float4", 4), "int": ("::int4", 4), "double": ("::double2", 2)}
+FIELDS = ("x", "y", "z", "w")
+EMITTED = {*FIELDS, "float4", "int4", "double2", "reinterpret_cast", "gridDim", "blockDim"}
+LOOPS = {"for_statement", "while_statement", "do_statement", "for_range_loop"}
+
+Replacement = tuple[int, int, str]  # (start byte, end byte, new text) in the source
+
+
+@dataclass(frozen=True)
+class Access:
+    element: str  # the one scalar type every accessed pointer has (a key of VECTOR)
+    reads: dict[str, list[tree_sitter.Node]]  # pointer -> its `P[i]` reads
+    writes: dict[str, tree_sitter.Node]  # pointer -> the `P[i]` its one statement assigns
+
+
+def access(
+    source: Source, kernel: Kernel, facts: Facts, index: str, rest: list[tree_sitter.Node]
+) -> Access | None:
+    """The reads and writes of `rest` at index `index`, or None (see the module's text)."""
+    pointers = {p.name: p for p in kernel.pointers}
+    found = _accesses(source, kernel, index, pointers, rest)
+    if not found:
+        return None
+    kinds = {facts.scalar(pointers[name].element) for name in found}
+    if len(kinds) != 1 or next(iter(kinds)) not in VECTOR:
+        return None
+    reads: dict[str, list[tree_sitter.Node]] = {}
+    writes: dict[str, tree_sitter.Node] = {}
+    top = {s.start_byte for s in rest}
+    for name, nodes in found.items():
+        for node in nodes:
+            parent = node.parent
+            if (
+                parent is not None
+                and parent.type == "assignment_expression"
+                and parent.child_by_field_name("left") == node
+                and source.text(parent.child_by_field_name("operator") or parent) == "="
+                and parent.parent is not None
+                and parent.parent.type == "expression_statement"
+                and parent.parent.start_byte in top
+                and name not in writes
+            ):
+                writes[name] = node
+            elif _value(source, node):
+                reads.setdefault(name, []).append(node)
+            else:
+                return None
+    for name, write in writes.items():
+        statement = write.parent.parent if write.parent is not None else None
+        end = write.end_byte if statement is None else statement.end_byte
+        if pointers[name].const or any(r.start_byte > end for r in reads.get(name, [])):
+            return None  # a read after the write would see the new value
+    if not reads:
+        return None
+    return Access(next(iter(kinds)), reads, writes)
+
+
+def _accesses(
+    source: Source,
+    kernel: Kernel,
+    index: str,
+    pointers: dict[str, PointerParam],
+    rest: list[tree_sitter.Node],
+) -> dict[str, list[tree_sitter.Node]] | None:
+    """Pointer -> its `P[i]` subscripts in the rest; None when i or a pointer the rest uses is
+    used any other way (i in arithmetic, `P[i + 1]`, a pointer outside the rest)."""
+    start, end = rest[0].start_byte, rest[-1].end_byte
+    found: dict[str, list[tree_sitter.Node]] = {}
+    for node in walk(kernel.body):
+        if node.type != "identifier":
+            continue
+        name = source.text(node)
+        inside = start <= node.start_byte < end
+        if name == index and inside:
+            subscript = _subscript_of_index(source, node, index)
+            if subscript is None:
+                return None
+            array = subscript.child_by_field_name("argument")
+            if array is None or source.text(array) not in pointers:
+                return None
+        elif name in pointers and inside:
+            subscript = node.parent
+            indices = None if subscript is None else subscript.child_by_field_name("indices")
+            if (
+                subscript is None
+                or subscript.type != "subscript_expression"
+                or subscript.child_by_field_name("argument") != node
+                or indices is None
+                or len(indices.named_children) != 1
+                or source.text(bare(indices.named_children[0])) != index
+            ):
+                return None
+            found.setdefault(name, []).append(subscript)
+        elif name in pointers or (name == index and node.start_byte >= end):
+            return None
+    return found
+
+
+def _value(source: Source, read: tree_sitter.Node) -> bool:
+    """A read standing as a value: as `as_value` says, or a branch of `?:`, or an argument of a
+    math function (which takes its arguments by value)."""
+    parent = read.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        parent = parent.parent
+    if parent is not None and parent.type == "conditional_expression":
+        return True
+    if parent is not None and parent.type == "argument_list" and parent.parent is not None:
+        return parent.parent.type == "call_expression" and math_call(source, parent.parent)
+    return as_value(read)
+
+
+def _subscript_of_index(
+    source: Source, node: tree_sitter.Node, index: str
+) -> tree_sitter.Node | None:
+    parent = node.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        parent = parent.parent
+    if parent is None or parent.type != "subscript_argument_list":
+        return None
+    subscript = parent.parent
+    return subscript if subscript is not None and subscript.type == "subscript_expression" else None
+
+
+def lane(
+    plan: Access, loaded: dict[str, str], stored: dict[str, str], field: str
+) -> list[Replacement]:
+    """Every access replaced by `field` of its pointer's loaded or stored vector."""
+    out = [(r.start_byte, r.end_byte, f"{loaded[n]}.{field}") for n, rs in plan.reads.items()
+           for r in rs]  # fmt: skip
+    out += [(w.start_byte, w.end_byte, f"{stored[n]}.{field}") for n, w in plan.writes.items()]
+    return out
+
+
+def scalar(plan: Access, e: str) -> list[Replacement]:
+    """Every access's index replaced by `e`."""
+    nodes = [*(r for rs in plan.reads.values() for r in rs), *plan.writes.values()]
+    out = []
+    for node in nodes:
+        indices = node.child_by_field_name("indices")
+        assert indices is not None
+        inner = indices.named_children[0]
+        out.append((inner.start_byte, inner.end_byte, e))
+    return out
+
+
+def copy(
+    source: Source, rest: list[tree_sitter.Node], replacements: list[Replacement], indent: int
+) -> list[str]:
+    """The rest's lines with `replacements` (absolute byte ranges) applied, indented."""
+    start, end = rest[0].start_byte, rest[-1].end_byte
+    data = source.data[start:end]
+    for at, stop, text in sorted(replacements, reverse=True):
+        data = data[: at - start] + text.encode() + data[stop - start :]
+    base = indentation(source, rest[0]).decode()
+    lines = data.decode().split("\n")
+    lines = [lines[0], *(x[len(base) :] if x.startswith(base) else x.lstrip() for x in lines[1:])]
+    return [" " * indent + line for line in lines]

@@ -1,0 +1,164 @@
+"""The grid-stride vectorized-load transform: an element-wise grid-stride loop steps over
+16-byte vectors where every pointer is aligned, then over the last elements one at a time, and
+runs as written otherwise; everything it cannot prove element-wise over the whole grid is
+refused. The positive kernels are tests/fixtures/search_classes/vstride_*.cu
+(test_search_classes.py checks that each fires and compiles); here, the rewrite's text, the
+refusals one by one, what nvcc makes of it, and (on a GPU) the same bits as the original for
+every alignment, length and grid."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nvcc_opt.search import snapshot
+from nvcc_opt.search.changes import transform_changes
+from nvcc_opt.search.transforms import Facts
+from nvcc_opt.search.vector_strided import vector_loads_strided
+from tests.conftest import gpu_available, needs_nvcc
+from tests.cuda_programs import assert_program_passes
+
+CLASSES = Path(__file__).parent / "fixtures" / "search_classes"
+POSITIVE = {
+    "vstride_axpy_unbraced.cu": ("ld.global.v4.f32", "st.global.v4.f32"),
+    "vstride_double_aliases.cu": ("ld.global.nc.v2.f64", "st.global.v2.f64"),
+    "vstride_int_template_clamp.cu": ("ld.global.v4.u32", "st.global.v4.u32"),
+}
+SCALE = """\
+__global__ void scale(const float* x, float* y, int n, float a) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    float t = a * x[i];
+    y[i] = t > 0.0f ? t : -t;
+  }
+}
+"""
+FACTS = Facts(no_alias=frozenset({"scale"}))
+
+
+def _rewrite(name: str) -> str:
+    (unit,) = snapshot.file_units("classes", CLASSES / name, CLASSES.parent.parent.parent)
+    new = vector_loads_strided(unit.code, unit.facts)
+    assert new is not None, name
+    return new
+
+
+def test_vectors_then_the_last_elements_and_the_loop_as_written_when_unaligned() -> None:
+    new = vector_loads_strided(SCALE, FACTS)
+    assert new is not None
+    aligned = (
+        "if (reinterpret_cast<unsigned long long>(x) % 16 == 0 && "
+        "reinterpret_cast<unsigned long long>(y) % 16 == 0) {"
+    )
+    assert aligned in new
+    assert "const long long nvcc_opt_n = (long long)(n);" in new
+    assert (
+        "for (long long nvcc_opt_v = (long long)(blockIdx.x * blockDim.x + threadIdx.x); "
+        "nvcc_opt_v < nvcc_opt_n / 4; nvcc_opt_v += (long long)(gridDim.x * blockDim.x)) {"
+    ) in new
+    assert "const ::float4 nvcc_opt_in_x = reinterpret_cast<const ::float4*>(x)[nvcc_opt_v];" in new
+    assert "float t = a * nvcc_opt_in_x.w;" in new
+    assert "nvcc_opt_out_y.w = t > 0.0f ? t : -t;" in new
+    assert "reinterpret_cast<::float4*>(y)[nvcc_opt_v] = nvcc_opt_out_y;" in new
+    assert "nvcc_opt_e = nvcc_opt_n / 4 * 4 + (long long)(blockIdx.x" in new  # the last ones
+    assert "y[nvcc_opt_e] = t > 0.0f ? t : -t;" in new
+    assert "} else {\n    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n;" in new
+    assert "vector_loads_strided" in [c.name for c in transform_changes(SCALE, FACTS)]
+
+
+@pytest.mark.parametrize(
+    ("facts", "code", "why"),
+    [
+        (Facts(), SCALE, "no launch seen: x could be y"),
+        (FACTS, SCALE.replace("a * x[i]", "a * x[i + 1]"), "a neighbour's element"),
+        (FACTS, SCALE.replace("a * x[i]", "a * i"), "the index as a value"),
+        (FACTS, SCALE.replace("float t = a * x[i];", "a += x[i]; float t = a;"),
+         "a name carried from one element to the next"),
+        (FACTS, SCALE.replace("i += gridDim.x * blockDim.x", "i += blockDim.x"),
+         "a block-stride loop"),
+        (FACTS, SCALE.replace("int i = blockIdx.x * blockDim.x + threadIdx.x", "int i = 0"),
+         "every thread from the first element"),
+        (FACTS, SCALE.replace("i += gridDim.x * blockDim.x", "i += 2 * gridDim.x * blockDim.x"),
+         "a stride of two grids"),
+        (FACTS, SCALE.replace("i < n;", "i <= n;"), "an inclusive bound"),
+        (FACTS, SCALE.replace("float t = a * x[i];", "float t = a * x[i]; if (t > 9) break;"),
+         "a jump"),
+        (FACTS, SCALE.replace("float t = a * x[i];", "float t = a * x[i] + threadIdx.x;"),
+         "a thread index in the body"),
+        (FACTS, SCALE.replace("const float* x", "const double* x"), "two element types"),
+        (FACTS, SCALE.replace("a * x[i]", "a * helper(x[i])"), "a call that is not math"),
+        (FACTS, SCALE.replace("  for (int i", "  n = n / 2;\n  for (int i"),
+         "the bound changed in the kernel"),
+        (FACTS, SCALE.replace("  }\n}", "  }\n  y[0] = 1.0f;\n}"),
+         "a pointer used outside the loop"),
+        (FACTS, SCALE.replace("float", "half"), "an element type with no 16-byte vector here"),
+    ],
+)  # fmt: skip
+def test_what_it_cannot_prove_element_wise_over_the_grid_is_refused(
+    facts: Facts, code: str, why: str
+) -> None:
+    assert vector_loads_strided(code, facts) is None, why
+
+
+@needs_nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(POSITIVE))
+def test_nvcc_emits_16_byte_loads_and_stores_for_sm_90(name: str, tmp_path: Path) -> None:
+    source = tmp_path / name
+    source.write_text(_rewrite(name))
+    ptx = tmp_path / "out.ptx"
+    done = subprocess.run(
+        ["nvcc", "-arch=sm_90", "-std=c++17", "-ptx", str(source), "-o", str(ptx)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = ptx.read_text()
+    for instruction in POSITIVE[name]:
+        assert instruction in text, (name, instruction)
+
+
+PROGRAM = """\
+#include <cstdio>
+#include <cstring>
+#include <cuda_runtime.h>
+{original}
+namespace strided {{
+{rewritten}
+}}
+int main() {{
+  const int lengths[] = {{0, 1, 3, 4, 5, 7, 8, 1023, 4097, 100003}};
+  const int grids[][2] = {{{{1, 32}}, {{7, 64}}, {{264, 256}}}};
+  const int most = 100003 + 8;
+  float *x, *a, *b;
+  cudaMallocManaged(&x, sizeof(float) * most);
+  cudaMallocManaged(&a, sizeof(float) * most);
+  cudaMallocManaged(&b, sizeof(float) * most);
+  for (int k = 0; k < most; ++k) x[k] = 0.37f * (k % 1013) - 150.0f;
+  int differ = 0, checked = 0;
+  for (int offset = 0; offset < 4; ++offset)  // 1-3: pointers 4, 8, 12 bytes past alignment
+    for (int n : lengths)
+      for (auto& g : grids) {{
+        for (int k = 0; k < most; ++k) a[k] = b[k] = -1.0f;
+        scale<<<g[0], g[1]>>>(x + offset, a + offset, n, 1.5f);
+        strided::scale<<<g[0], g[1]>>>(x + offset, b + offset, n, 1.5f);
+        if (cudaDeviceSynchronize() != cudaSuccess) return 2;
+        differ += std::memcmp(a, b, sizeof(float) * most) != 0;
+        ++checked;
+      }}
+  std::printf("cases %d, differing %d\\n", checked, differ);
+  return differ == 0 ? 0 : 1;
+}}
+"""
+
+
+@needs_nvcc
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
+def test_the_same_bits_as_the_original_for_every_alignment_length_and_grid(
+    tmp_path: Path,
+) -> None:
+    rewritten = vector_loads_strided(SCALE, FACTS)
+    assert rewritten is not None
+    assert_program_passes(PROGRAM.format(original=SCALE, rewritten=rewritten), tmp_path)
