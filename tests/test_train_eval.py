@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,11 @@ from nvcc_opt_train.evaluate import (
     EVAL_JSON,
     EVAL_MD,
     EvalError,
+    Evaluation,
+    comparison_notes,
     evaluate,
     read_evaluation,
+    render_comparison,
     render_table,
     run_eval,
     turn_counts,
@@ -160,6 +164,7 @@ def test_eval_runs_the_eval_split_only_and_writes_its_numbers(
     assert evaluation.mean_speedup_failures_zero == pytest.approx((1.5 + 1.5) / 4)
     assert evaluation.turns == 8 and evaluation.well_formed_turns == 4
     assert evaluation.final_answers == 4 and evaluation.held_out
+    assert evaluation.measured == ["e run 1", "e run 2", "f run 1", "f run 2"]
     assert read_evaluation(options.out) == evaluation
     assert "NOT held out" not in (options.out / EVAL_MD).read_text()
 
@@ -192,7 +197,7 @@ def test_compare_prints_one_row_per_model_and_names_a_missing_evaluation(
 ) -> None:
     for name, speedup in (("untrained", 1.0), ("student", 1.2), ("teacher", 1.6)):
         e = evaluate([(_result(speedup=speedup), None)], model=name, problems="s",
-                     split="eval", problem_runs=1)  # fmt: skip
+                     split="eval", problem_runs=1, measured=["p run 1"])  # fmt: skip
         (tmp_path / name).mkdir()
         (tmp_path / name / EVAL_JSON).write_text(json.dumps(e.to_dict()))
     folders = [str(tmp_path / n) for n in ("untrained", "student", "teacher")]
@@ -200,6 +205,7 @@ def test_compare_prints_one_row_per_model_and_names_a_missing_evaluation(
     assert shown.exit_code == 0, shown.output
     rows = shown.output.splitlines()[2:]
     assert [r.split(" | ")[0] for r in rows] == ["| untrained", "| student", "| teacher"]
+    assert "do not measure the same runs" not in shown.output  # the same run, all done
     assert "| 1.600x |" in rows[2]
     missing = CliRunner().invoke(eval_command, ["--compare", folders[0], str(tmp_path / "none")])
     assert missing.exit_code == 1
@@ -227,3 +233,35 @@ def test_a_trace_that_is_not_v1_is_named_and_nothing_is_written(tmp_path: Path) 
     records = [RunRecord("a", 1, 1, None, 1.0, None, (_result(trace="traces/a-run1.json"),))]
     with pytest.raises(EvalError, match=r"traces/a-run1.json: trace version 2; this nvcc-opt"):
         with_traces(records, tmp_path)
+
+
+def test_compare_says_when_rows_measured_different_runs(tmp_path: Path) -> None:
+    """Two models stopped by --within after different problems, one still running, one from
+    another set and one eval.json from before the runs were listed: each named under the table."""
+
+    def row(model: str, measured: list[str], **kw: Any) -> Evaluation:
+        runs = [(_result(), None) for _ in measured] or [(_result(), None)]
+        values: dict[str, Any] = {"problems": "set", "split": "eval", **kw}
+        return evaluate(runs, model=model, problem_runs=len(runs), measured=measured, **values)
+
+    teacher = row("teacher", ["a run 1", "b run 1"])
+    student = row("student", ["a run 1", "b run 1", "c run 1", "d run 1", "e run 1", "f run 1"],
+                  remaining=2)  # fmt: skip
+    other = row("other", ["a run 1", "b run 1"], problems="elsewhere")
+    old = replace(row("old", ["a run 1"]), measured=[])
+    notes = comparison_notes([teacher, student, other, old])
+    assert notes[0] == (
+        "the rows come from different problem sets or splits: teacher: set (eval); "
+        "student: set (eval); other: elsewhere (eval); old: set (eval)"
+    )
+    assert "student: 2 runs not done; its numbers cover the others" in notes
+    assert any(n.startswith("old: its eval.json does not list its problem runs") for n in notes)
+    assert (
+        "teacher: 2 of the 6 problem runs of the table; lacks c run 1, d run 1, e run 1, "
+        "f run 1" in notes
+    )
+    assert not any(n.startswith("student: 6 of") for n in notes)
+    assert comparison_notes([teacher, row("again", ["b run 1", "a run 1"])]) == []
+    text = render_comparison([teacher, student])
+    assert text.startswith(render_table([teacher, student]))
+    assert "**The rows do not measure the same runs:**\n- student: 2 runs not done" in text

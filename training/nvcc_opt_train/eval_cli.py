@@ -9,7 +9,13 @@ from typing import Any
 import click
 
 from nvcc_opt.tools.catalog import ALL_TOOL_NAMES
-from nvcc_opt_train.evaluate import EvalError, read_evaluation, render_table, run_eval
+from nvcc_opt_train.evaluate import (
+    EvalError,
+    read_evaluation,
+    render_comparison,
+    render_table,
+    run_eval,
+)
 from nvcc_opt_train.problemset import ProblemSetError
 from nvcc_opt_train.runs import RunsError
 from nvcc_opt_train.runs_cli import build_options, run_options, say_progress
@@ -51,7 +57,7 @@ def eval_command(
         if not folders:
             raise click.UsageError("--compare needs the evaluation folders to compare")
         try:
-            click.echo(render_table([read_evaluation(f) for f in folders]), nl=False)
+            click.echo(render_comparison([read_evaluation(f) for f in folders]), nl=False)
         except EvalError as exc:
             raise click.ClickException(str(exc)) from exc
         return

@@ -122,6 +122,8 @@ class Evaluation:
     traces: int
     outcomes: dict[str, int] = field(default_factory=dict)
     remaining: int = 0  # runs not done yet (a rerun does them)
+    # the problem runs counted, "ID run N", sorted (empty in an eval.json written before them)
+    measured: list[str] = field(default_factory=list)
 
     @property
     def share_well_formed(self) -> float:
@@ -161,8 +163,10 @@ def evaluate(
     split: str,
     problem_runs: int,
     remaining: int = 0,
+    measured: Sequence[str] = (),
 ) -> Evaluation:
-    """The numbers of one model from its region runs and their traces (None: no trace)."""
+    """The numbers of one model from its region runs and their traces (None: no trace);
+    `measured` names the problem runs they come from."""
     turns = well = finals = improved = traces = 0
     calls: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
@@ -195,6 +199,7 @@ def evaluate(
         traces=traces,
         outcomes=dict(sorted(outcomes.items())),
         remaining=remaining,
+        measured=sorted(measured),
     )
 
 
@@ -243,6 +248,45 @@ def table_row(e: Evaluation) -> str:
 
 def render_table(evaluations: Sequence[Evaluation]) -> str:
     return "\n".join([HEADER, RULE, *(table_row(e) for e in evaluations)]) + "\n"
+
+
+def comparison_notes(evaluations: Sequence[Evaluation], shown: int = 4) -> list[str]:
+    """Why rows of one table may not compare as they stand, one line each (none when every row
+    measured the same problem runs of one problem set, all done): another problem set or split,
+    runs not done, problem runs one row has and another lacks."""
+    notes = []
+    sets = {(e.problems, e.split) for e in evaluations}
+    if len(sets) > 1:
+        where = "; ".join(f"{e.model}: {e.problems} ({e.split})" for e in evaluations)
+        notes.append(f"the rows come from different problem sets or splits: {where}")
+    for e in evaluations:
+        if e.remaining:
+            notes.append(f"{e.model}: {e.remaining} runs not done; its numbers cover the others")
+        if not e.measured:
+            notes.append(
+                f"{e.model}: its eval.json does not list its problem runs (written by "
+                "an earlier nvcc-opt); that it measured the same ones is not checked"
+            )
+    counted = [e for e in evaluations if e.measured]
+    union = sorted({m for e in counted for m in e.measured})
+    for e in counted:
+        lacks = [m for m in union if m not in set(e.measured)]
+        if lacks:
+            more = f" and {len(lacks) - shown} more" if len(lacks) > shown else ""
+            notes.append(
+                f"{e.model}: {len(e.measured)} of the {len(union)} problem runs of the "
+                f"table; lacks {', '.join(lacks[:shown])}{more}"
+            )
+    return notes
+
+
+def render_comparison(evaluations: Sequence[Evaluation]) -> str:
+    """The table of `--compare`, then what keeps its rows from comparing as they stand."""
+    notes = comparison_notes(evaluations)
+    if not notes:
+        return render_table(evaluations)
+    lines = ["", "**The rows do not measure the same runs:**", *(f"- {n}" for n in notes)]
+    return render_table(evaluations) + "\n".join(lines) + "\n"
 
 
 def render_markdown(e: Evaluation) -> str:
@@ -306,6 +350,7 @@ def run_eval(
         split=split,
         problem_runs=len(records),
         remaining=progress.remaining,
+        measured=[f"{r.id} run {r.run}" for r in records],
     )
     out = options.out
     write_atomic(out / EVAL_JSON, json.dumps(evaluation.to_dict(), indent=1, sort_keys=True))
