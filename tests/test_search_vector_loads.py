@@ -51,6 +51,17 @@ def test_the_vector_path_and_the_scalar_tail() -> None:
     assert "if (i < n)" not in new  # the guard is the two paths' bounds now
 
 
+def test_a_compound_update_of_the_element_is_its_read_and_its_write() -> None:
+    code = ADD.replace("c[i] = a[i] + b[i];", "c[i] *= -a[i] + b[i];").replace(
+        "float* c", "float* __restrict__ c"
+    )
+    new = vector_loads(code, FACTS)
+    assert new is not None
+    assert "const ::float4 nvcc_opt_in_c = reinterpret_cast<const ::float4*>(c)[i];" in new
+    assert "nvcc_opt_out_c.y = nvcc_opt_in_c.y * (-nvcc_opt_in_a.y + nvcc_opt_in_b.y);" in new
+    assert "c[nvcc_opt_e] *= -a[nvcc_opt_e] + b[nvcc_opt_e];" in new
+
+
 @pytest.mark.parametrize(
     ("facts", "code", "why"),
     [
@@ -58,7 +69,7 @@ def test_the_vector_path_and_the_scalar_tail() -> None:
         (FACTS, ADD.replace("a[i] + b[i]", "a[i + 1] + b[i]"), "a neighbour's element"),
         (FACTS, ADD.replace("a[i] + b[i]", "a[i] + i"), "the index as a value"),
         (FACTS, ADD.replace("c[i] = a[i] + b[i];", "{ c[i] = a[i]; c[i] += b[i]; }"),
-         "a compound update of an output"),
+         "a second update of an output"),
         (FACTS, ADD.replace("c[i] = a[i] + b[i];", "{ c[i] = a[i]; float t = c[i]; }"),
          "a read after the write"),
         (FACTS, ADD.replace("const float* b", "const double* b"), "two element types"),

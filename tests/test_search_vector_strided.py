@@ -25,6 +25,7 @@ POSITIVE = {
     "vstride_axpy_unbraced.cu": ("ld.global.v4.f32", "st.global.v4.f32"),
     "vstride_double_aliases.cu": ("ld.global.nc.v2.f64", "st.global.v2.f64"),
     "vstride_int_template_clamp.cu": ("ld.global.v4.u32", "st.global.v4.u32"),
+    "vstride_compound_negate.cu": ("ld.global.v4.f32", "st.global.v4.f32"),
 }
 SCALE = """\
 __global__ void scale(const float* x, float* y, int n, float a) {
@@ -32,6 +33,12 @@ __global__ void scale(const float* x, float* y, int n, float a) {
     float t = a * x[i];
     y[i] = t > 0.0f ? t : -t;
   }
+}
+"""
+ACCUMULATE = """\
+__global__ void scale(const float* x, float* y, int n, float a) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    y[i] -= x[i] < 0.0f ? -x[i] * a : a;
 }
 """
 FACTS = Facts(no_alias=frozenset({"scale"}))
@@ -65,6 +72,21 @@ def test_vectors_then_the_last_elements_and_the_loop_as_written_when_unaligned()
     assert "y[nvcc_opt_e] = t > 0.0f ? t : -t;" in new
     assert "} else {\n    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n;" in new
     assert "vector_loads_strided" in [c.name for c in transform_changes(SCALE, FACTS)]
+
+
+def test_a_compound_update_reads_and_writes_the_element_once() -> None:
+    new = vector_loads_strided(ACCUMULATE, FACTS)
+    assert new is not None
+    assert "const ::float4 nvcc_opt_in_y = reinterpret_cast<const ::float4*>(y)[nvcc_opt_v];" in new
+    lane = (
+        "nvcc_opt_out_y.z = nvcc_opt_in_y.z - (nvcc_opt_in_x.z < 0.0f ? -nvcc_opt_in_x.z * a : a);"
+    )
+    assert lane in new
+    assert "y[nvcc_opt_e] -= x[nvcc_opt_e] < 0.0f ? -x[nvcc_opt_e] * a : a;" in new  # the last ones
+    twice = ACCUMULATE.replace("y[i] -= x[i] < 0.0f ? -x[i] * a : a;", "{ y[i] -= a; y[i] += 1; }")
+    assert vector_loads_strided(twice, FACTS) is None  # two updates of one output
+    after = ACCUMULATE.replace("y[i] -= x[i] < 0.0f ? -x[i] * a : a;", "{ y[i] -= a; a = y[i]; }")
+    assert vector_loads_strided(after, FACTS) is None  # a read after the update
 
 
 @pytest.mark.parametrize(
@@ -156,9 +178,10 @@ int main() {{
 @needs_nvcc
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
+@pytest.mark.parametrize("kernel", [SCALE, ACCUMULATE], ids=["assign", "compound"])
 def test_the_same_bits_as_the_original_for_every_alignment_length_and_grid(
-    tmp_path: Path,
+    kernel: str, tmp_path: Path
 ) -> None:
-    rewritten = vector_loads_strided(SCALE, FACTS)
+    rewritten = vector_loads_strided(kernel, FACTS)
     assert rewritten is not None
-    assert_program_passes(PROGRAM.format(original=SCALE, rewritten=rewritten), tmp_path)
+    assert_program_passes(PROGRAM.format(original=kernel, rewritten=rewritten), tmp_path)

@@ -11,7 +11,7 @@ read stands as a value. Then the body computes element i from elements i alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import tree_sitter
 
@@ -27,11 +27,16 @@ LOOPS = {"for_statement", "while_statement", "do_statement", "for_range_loop"}
 Replacement = tuple[int, int, str]  # (start byte, end byte, new text) in the source
 
 
+COMPOUND = {"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
+
+
 @dataclass(frozen=True)
 class Access:
     element: str  # the one scalar type every accessed pointer has (a key of VECTOR)
-    reads: dict[str, list[tree_sitter.Node]]  # pointer -> its `P[i]` reads
+    reads: dict[str, list[tree_sitter.Node]]  # pointer -> its `P[i]` reads (may be none)
     writes: dict[str, tree_sitter.Node]  # pointer -> the `P[i]` its one statement assigns
+    # pointer -> its `P[i] op= E` assignment: a read of P[i] and its write at once
+    compound: dict[str, tree_sitter.Node] = field(default_factory=dict)
 
 
 def access(
@@ -47,21 +52,19 @@ def access(
         return None
     reads: dict[str, list[tree_sitter.Node]] = {}
     writes: dict[str, tree_sitter.Node] = {}
+    compound: dict[str, tree_sitter.Node] = {}
     top = {s.start_byte for s in rest}
     for name, nodes in found.items():
         for node in nodes:
             parent = node.parent
-            if (
-                parent is not None
-                and parent.type == "assignment_expression"
-                and parent.child_by_field_name("left") == node
-                and source.text(parent.child_by_field_name("operator") or parent) == "="
-                and parent.parent is not None
-                and parent.parent.type == "expression_statement"
-                and parent.parent.start_byte in top
-                and name not in writes
-            ):
+            operator = _top_assignment(source, node, top)
+            if operator is not None and name not in writes:
                 writes[name] = node
+                if operator in COMPOUND and parent is not None:
+                    compound[name] = parent
+                    reads.setdefault(name, [])
+                elif operator != "=":
+                    return None
             elif _value(source, node):
                 reads.setdefault(name, []).append(node)
             else:
@@ -73,7 +76,23 @@ def access(
             return None  # a read after the write would see the new value
     if not reads:
         return None
-    return Access(next(iter(kinds)), reads, writes)
+    return Access(next(iter(kinds)), reads, writes, compound)
+
+
+def _top_assignment(source: Source, node: tree_sitter.Node, top: set[int]) -> str | None:
+    """The operator of the statement `node = ...;` or `node op= ...;` when it is one of the
+    body's top-level statements, else None."""
+    parent = node.parent
+    if (
+        parent is None
+        or parent.type != "assignment_expression"
+        or parent.child_by_field_name("left") != node
+        or parent.parent is None
+        or parent.parent.type != "expression_statement"
+        or parent.parent.start_byte not in top
+    ):
+        return None
+    return source.text(parent.child_by_field_name("operator") or parent)
 
 
 def _accesses(
@@ -118,13 +137,13 @@ def _accesses(
 
 
 def _value(source: Source, read: tree_sitter.Node) -> bool:
-    """A read standing as a value: as `as_value` says, or a branch of `?:`, or an argument of a
-    math function (which takes its arguments by value)."""
+    """A read standing as a value: as `as_value` says, or a branch of `?:`, or under a unary
+    sign or negation, or an argument of a math function (which takes its arguments by value)."""
     parent = read.parent
     while parent is not None and parent.type == "parenthesized_expression":
         parent = parent.parent
-    if parent is not None and parent.type == "conditional_expression":
-        return True
+    if parent is not None and parent.type in ("conditional_expression", "unary_expression"):
+        return True  # `c ? P[i] : ...`, `-P[i]`, `!P[i]`, `~P[i]` (`&` and `*` are not unary here)
     if parent is not None and parent.type == "argument_list" and parent.parent is not None:
         return parent.parent.type == "call_expression" and math_call(source, parent.parent)
     return as_value(read)
@@ -149,7 +168,21 @@ def lane(
     out = [(r.start_byte, r.end_byte, f"{loaded[n]}.{field}") for n, rs in plan.reads.items()
            for r in rs]  # fmt: skip
     out += [(w.start_byte, w.end_byte, f"{stored[n]}.{field}") for n, w in plan.writes.items()]
+    for n, assignment in plan.compound.items():  # `P[i] op= E` -> `out.f = in.f op (E)`
+        operator = assignment.child_by_field_name("operator")
+        right = assignment.child_by_field_name("right")
+        assert operator is not None and right is not None
+        op = source_text(operator)[:-1]
+        out += [
+            (operator.start_byte, operator.end_byte, f"= {loaded[n]}.{field} {op}"),
+            (right.start_byte, right.start_byte, "("),
+            (right.end_byte, right.end_byte, ")"),
+        ]
     return out
+
+
+def source_text(node: tree_sitter.Node) -> str:
+    return (node.text or b"").decode()
 
 
 def scalar(plan: Access, e: str) -> list[Replacement]:
