@@ -119,6 +119,9 @@ def test_smollm2_gguf_becomes_a_trainable_checkpoint(tmp_path: Path) -> None:
     assert "quantization_config" not in config
     tokenizer = AutoTokenizer.from_pretrained(out)
     assert tokenizer.chat_template == HERMES_TOOLS_TRAINING_TEMPLATE
+    # what the GGUF declares, whichever transformers read it (5.17 read eos as <|im_start|>)
+    assert (tokenizer.eos_token, tokenizer.pad_token) == ("<|im_end|>", "<|im_end|>")
+    assert tokenizer.bos_token == "<|im_start|>"
     assert hf_local.renders_tools(tokenizer)
     prompt = tokenizer("<|im_start|>user\nWhat is CUDA?<|im_end|>\n", return_tensors="pt")
     converted = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
@@ -132,3 +135,27 @@ def test_smollm2_gguf_becomes_a_trainable_checkpoint(tmp_path: Path) -> None:
     reply = model.complete([{"role": "user", "content": "Say hello."}], [TOOL])
     assert model.template is None and reply.completion_tokens > 0 and reply.text.strip()
     assert "<tools>" in model.render([{"role": "user", "content": "hi"}], [TOOL])
+
+
+def test_special_tokens_follow_what_the_gguf_declares(plain_model: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from nvcc_opt_train.student import align_special_tokens
+
+    tokenizer = AutoTokenizer.from_pretrained(plain_model)
+    vocab = tokenizer.get_vocab()
+    end, start = vocab["<|im_end|>"], vocab["<|im_start|>"]
+    tokenizer.eos_token = "<|im_start|>"  # as transformers 5.17 read SmolLM2's GGUF
+    tokenizer.pad_token = None
+    tokenizer.bos_token = "<|im_end|>"
+    changed = align_special_tokens(tokenizer, {"eos": end, "pad": end, "bos": start, "unk": 10**9})
+    assert changed == {"eos": "<|im_end|>", "pad": "<|im_end|>", "bos": "<|im_start|>"}
+    assert (tokenizer.eos_token_id, tokenizer.pad_token_id) == (end, end)
+    assert align_special_tokens(tokenizer, {"eos": end}) == {}  # nothing left to change
+
+
+def test_the_smollm2_gguf_declares_its_special_tokens() -> None:
+    from nvcc_opt_train.student import gguf_special_tokens
+
+    assert gguf_special_tokens(smollm2_gguf()) == {"eos": 2, "bos": 1, "pad": 2, "unk": 0}
+    assert gguf_special_tokens(Path("/nonexistent.gguf")) == {}

@@ -49,6 +49,8 @@ def make_student(
         tokenizer: Any = transformers.AutoTokenizer.from_pretrained(folder, **common)
     except (OSError, ValueError, ImportError) as err:
         raise StudentError(f"{source}: cannot load its tokenizer: {_first_line(err)}") from err
+    if gguf_file:
+        align_special_tokens(tokenizer, gguf_special_tokens(folder / gguf_file))
     use_ours = chat_template == TEMPLATE_NAME or (gguf_file is not None and not _renders(tokenizer))
     if use_ours:
         _check_chatml(source, tokenizer)
@@ -139,6 +141,44 @@ def _check_chatml(source: str, tokenizer: Any) -> None:
             f"{source}: its tokenizer has no {', '.join(missing)} token, which nvcc-opt's ChatML "
             "tool template needs; use a ChatML model or one whose own template renders tools"
         )
+
+
+GGUF_SPECIAL = {"eos": "eos_token_id", "bos": "bos_token_id", "pad": "padding_token_id",
+                "unk": "unknown_token_id"}  # fmt: skip
+
+
+def gguf_special_tokens(path: Path) -> dict[str, int]:
+    """The special token ids a GGUF file declares (`tokenizer.ggml.eos_token_id`, ...) by role
+    (eos, bos, pad, unk); {} when it declares none or cannot be read."""
+    try:
+        from gguf import GGUFReader  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+        fields = GGUFReader(str(path)).fields
+    except (ImportError, OSError, ValueError):
+        return {}
+    found = {}
+    for role, key in GGUF_SPECIAL.items():
+        field = fields.get(f"tokenizer.ggml.{key}")
+        if field is not None and field.data:
+            found[role] = int(field.parts[field.data[0]][0])
+    return found
+
+
+def align_special_tokens(tokenizer: Any, ids: dict[str, int]) -> dict[str, str]:
+    """Set the tokenizer's special tokens to those the GGUF file declares, where they differ;
+    returns what changed (role -> token). transformers 5.17 reads SmolLM2's GGUF with eos
+    `<|im_start|>` and no pad, where the file says eos = pad = `<|im_end|>`: a student trained
+    so learns to end its turns with the wrong token."""
+    size = len(tokenizer)
+    changed = {}
+    for role, token_id in ids.items():
+        if not 0 <= token_id < size:
+            continue
+        token = tokenizer.convert_ids_to_tokens(token_id)
+        if getattr(tokenizer, f"{role}_token", None) != token:
+            setattr(tokenizer, f"{role}_token", token)
+            changed[role] = token
+    return changed
 
 
 def _stop_at_im_end(model: Any, tokenizer: Any) -> None:
