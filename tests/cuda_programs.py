@@ -25,3 +25,16 @@ def assert_program_passes(program: str, folder: Path) -> None:
     subprocess.run(["nvcc", "-arch=sm_90", "-o", str(binary), str(source)], check=True)
     done = subprocess.run([binary], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def ptx_of(code: str, folder: Path, name: str = "code") -> str:
+    """The PTX nvcc makes of `code` for sm_90 (C++17); fails the test when it does not compile."""
+    source, ptx = folder / f"{name}.cu", folder / f"{name}.ptx"
+    source.write_text(code)
+    done = subprocess.run(
+        ["nvcc", "-arch=sm_90", "-std=c++17", "-ptx", str(source), "-o", str(ptx)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return ptx.read_text()

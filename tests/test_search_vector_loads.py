@@ -5,7 +5,6 @@ fires and compiles); here, what nvcc makes of them and the refusals one by one."
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from nvcc_opt.search import snapshot
 from nvcc_opt.search.transforms import Facts
 from nvcc_opt.search.vector_loads import vector_loads
 from tests.conftest import needs_nvcc
+from tests.cuda_programs import ptx_of
 
 CLASSES = Path(__file__).parent / "fixtures" / "search_classes"
 POSITIVE = {
@@ -89,15 +89,6 @@ def test_what_it_cannot_prove_element_wise_is_refused(facts: Facts, code: str, w
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(POSITIVE))
 def test_nvcc_emits_16_byte_loads_and_stores_for_sm_90(name: str, tmp_path: Path) -> None:
-    source = tmp_path / name
-    source.write_text(_rewrite(name))
-    ptx = tmp_path / "out.ptx"
-    done = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-std=c++17", "-ptx", str(source), "-o", str(ptx)],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    text = ptx.read_text()
+    text = ptx_of(_rewrite(name), tmp_path)
     for instruction in POSITIVE[name]:
         assert instruction in text, (name, instruction)

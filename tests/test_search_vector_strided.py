@@ -8,7 +8,6 @@ every alignment, length and grid."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from nvcc_opt.search.changes import transform_changes
 from nvcc_opt.search.transforms import Facts
 from nvcc_opt.search.vector_strided import vector_loads_strided
 from tests.conftest import gpu_available, needs_nvcc
-from tests.cuda_programs import assert_program_passes
+from tests.cuda_programs import assert_program_passes, ptx_of
 
 CLASSES = Path(__file__).parent / "fixtures" / "search_classes"
 POSITIVE = {
@@ -127,16 +126,7 @@ def test_what_it_cannot_prove_element_wise_over_the_grid_is_refused(
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(POSITIVE))
 def test_nvcc_emits_16_byte_loads_and_stores_for_sm_90(name: str, tmp_path: Path) -> None:
-    source = tmp_path / name
-    source.write_text(_rewrite(name))
-    ptx = tmp_path / "out.ptx"
-    done = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-std=c++17", "-ptx", str(source), "-o", str(ptx)],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    text = ptx.read_text()
+    text = ptx_of(_rewrite(name), tmp_path)
     for instruction in POSITIVE[name]:
         assert instruction in text, (name, instruction)
 

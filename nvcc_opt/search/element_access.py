@@ -11,20 +11,75 @@ read stands as a value. Then the body computes element i from elements i alone.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import tree_sitter
 
-from nvcc_opt.search.cuda import Kernel, PointerParam, Source, indentation, walk
+from nvcc_opt.search.cuda import (
+    Edit,
+    Kernel,
+    PointerParam,
+    Source,
+    edited,
+    identifiers,
+    indentation,
+    walk,
+)
 from nvcc_opt.search.kernel_facts import Facts
-from nvcc_opt.search.read_patterns import as_value, bare, math_call
+from nvcc_opt.search.read_patterns import (
+    BUILTINS,
+    LEAVES,
+    as_value,
+    bare,
+    candidate_kernels,
+    defined_macros,
+    math_call,
+    taken_names,
+)
 
 VECTOR = {"float": ("::float4", 4), "int": ("::int4", 4), "double": ("::double2", 2)}
 FIELDS = ("x", "y", "z", "w")
 EMITTED = {*FIELDS, "float4", "int4", "double2", "reinterpret_cast", "gridDim", "blockDim"}
 LOOPS = {"for_statement", "while_statement", "do_statement", "for_range_loop"}
 
+BOUND = re.compile(r"[\w\s()+\-*/.]+")  # a bound `n` evaluated once: no call, no memory read
 Replacement = tuple[int, int, str]  # (start byte, end byte, new text) in the source
+P = TypeVar("P")
+
+
+def rewrite_kernels(
+    code: str,
+    facts: Facts,
+    plan: Callable[[Source, Kernel, Facts], P | None],
+    edit: Callable[[Source, P, set[str]], Edit],
+) -> str | None:
+    """`code` with `edit` applied to every kernel `plan` accepts (of the kernels whose launches
+    are all found and pass distinct pointers), or None; never where the region defines a name
+    the rewrite writes."""
+    source = Source(code)
+    if defined_macros(source) & EMITTED:
+        return None
+    used = taken_names(source)
+    edits = []
+    for kernel in candidate_kernels(source, facts):
+        found = plan(source, kernel, facts)
+        if found is not None:
+            edits.append(edit(source, found, used))
+    return edited(code, source, edits)
+
+
+def element_wise(source: Source, rest: list[tree_sitter.Node]) -> bool:
+    """Whether the statements hold no loop, no jump, no call but math and no thread or block
+    index: each runs once for its element, whichever thread runs it."""
+    inside = [n for s in rest for n in walk(s)]
+    if not rest or any(n.type in LOOPS or n.type in LEAVES for n in inside):
+        return False
+    if any(n.type == "call_expression" and not math_call(source, n) for n in inside):
+        return False
+    return not any(identifiers(source, s) & BUILTINS for s in rest)
 
 
 COMPOUND = {"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}

@@ -25,43 +25,24 @@ benchmark_code times.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import tree_sitter
 
-from nvcc_opt.search.cuda import (
-    Edit,
-    Kernel,
-    Source,
-    edited,
-    fresh_name,
-    identifiers,
-    indentation,
-    walk,
-)
+from nvcc_opt.search.cuda import Edit, Kernel, Source, fresh_name, indentation
 from nvcc_opt.search.element_access import (
-    EMITTED,
+    BOUND,
     FIELDS,
-    LOOPS,
     VECTOR,
     Access,
     access,
     copy,
+    element_wise,
     lane,
+    rewrite_kernels,
     scalar,
 )
 from nvcc_opt.search.kernel_facts import Facts, global_index_name, guarded_rest, statements
-from nvcc_opt.search.read_patterns import (
-    BUILTINS,
-    LEAVES,
-    candidate_kernels,
-    defined_macros,
-    math_call,
-    taken_names,
-)
-
-BOUND = re.compile(r"[\w\s()+\-*/.]+")
 
 
 @dataclass(frozen=True)
@@ -74,16 +55,7 @@ class Plan:
 
 
 def vector_loads(code: str, facts: Facts) -> str | None:
-    source = Source(code)
-    if defined_macros(source) & EMITTED:
-        return None
-    used = taken_names(source)
-    edits: list[Edit] = []
-    for kernel in candidate_kernels(source, facts):
-        plan = _plan(source, kernel, facts)
-        if plan is not None:
-            edits.append(_edit(source, plan, used))
-    return edited(code, source, edits)
+    return rewrite_kernels(code, facts, _plan, _edit)
 
 
 def _plan(source: Source, kernel: Kernel, facts: Facts) -> Plan | None:
@@ -93,12 +65,7 @@ def _plan(source: Source, kernel: Kernel, facts: Facts) -> Plan | None:
     if index is None or guarded is None or not guarded[1] or not BOUND.fullmatch(guarded[0]):
         return None
     bound, rest = guarded
-    inside = [n for s in rest for n in walk(s)]
-    if any(n.type in LOOPS or n.type in LEAVES for n in inside):
-        return None
-    if any(n.type == "call_expression" and not math_call(source, n) for n in inside):
-        return None
-    if any(identifiers(source, s) & BUILTINS for s in rest):
+    if not element_wise(source, rest):
         return None
     found = access(source, kernel, facts, index, rest)
     return None if found is None else Plan(index, bound, rest, found, body[1])

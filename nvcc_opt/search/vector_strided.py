@@ -34,36 +34,32 @@ from nvcc_opt.search.cuda import (
     Kernel,
     Source,
     declared_name,
-    edited,
     fresh_name,
-    identifiers,
     indentation,
     modified,
     squeeze,
     walk,
 )
 from nvcc_opt.search.element_access import (
-    EMITTED,
+    BOUND,
     FIELDS,
-    LOOPS,
     VECTOR,
     Access,
     access,
     copy,
+    element_wise,
     lane,
+    rewrite_kernels,
     scalar,
 )
-from nvcc_opt.search.kernel_facts import CASTS, Facts, is_global_index, statements
-from nvcc_opt.search.read_patterns import (
-    BUILTINS,
-    LEAVES,
-    candidate_kernels,
-    defined_macros,
-    math_call,
-    taken_names,
+from nvcc_opt.search.kernel_facts import (
+    CASTS,
+    Facts,
+    is_global_index,
+    statement_text,
+    statements,
 )
 
-BOUND = re.compile(r"[\w\s()+\-*/.]+")
 STRIDES = {"gridDim.x*blockDim.x", "blockDim.x*gridDim.x"}
 
 
@@ -79,16 +75,7 @@ class Plan:
 
 
 def vector_loads_strided(code: str, facts: Facts) -> str | None:
-    source = Source(code)
-    if defined_macros(source) & EMITTED:
-        return None
-    used = taken_names(source)
-    edits: list[Edit] = []
-    for kernel in candidate_kernels(source, facts):
-        plan = _plan(source, kernel, facts)
-        if plan is not None:
-            edits.append(_edit(source, plan, used))
-    return edited(code, source, edits)
+    return rewrite_kernels(code, facts, _plan, _edit)
 
 
 def _plan(source: Source, kernel: Kernel, facts: Facts) -> Plan | None:
@@ -102,13 +89,9 @@ def _plan(source: Source, kernel: Kernel, facts: Facts) -> Plan | None:
         return None
     index, start, bound, stride = header
     rest = statements(body)
+    if not element_wise(source, rest):
+        return None
     inside = [n for s in rest for n in walk(s)]
-    if not rest or any(n.type in LOOPS or n.type in LEAVES for n in inside):
-        return None
-    if any(n.type == "call_expression" and not math_call(source, n) for n in inside):
-        return None
-    if any(identifiers(source, s) & BUILTINS for s in rest):
-        return None
     declared = {
         source.text(name)
         for n in inside
@@ -278,14 +261,8 @@ def _edit(source: Source, plan: Plan, used: set[str]) -> Edit:
         *copy(source, plan.rest, scalar(plan.access, e), 4),
         "  }",
         "} else {",
-        *("  " + line for line in _original(source, plan.loop)),
+        *("  " + line for line in statement_text(source, plan.loop).split("\n")),
         "}",
     ]
     text = "\n".join(lines[:1] + [pad + line for line in lines[1:]])
     return Edit(plan.loop.start_byte, plan.loop.end_byte, text.encode())
-
-
-def _original(source: Source, loop: tree_sitter.Node) -> list[str]:
-    base = indentation(source, loop).decode()
-    lines = source.text(loop).split("\n")
-    return [lines[0], *(x[len(base) :] if x.startswith(base) else x for x in lines[1:])]
