@@ -24,6 +24,7 @@ from nvcc_opt.search.cuda import (
     PointerParam,
     Source,
     edited,
+    fresh_name,
     identifiers,
     indentation,
     walk,
@@ -264,3 +265,52 @@ def copy(
     lines = data.decode().split("\n")
     lines = [lines[0], *(x[len(base) :] if x.startswith(base) else x.lstrip() for x in lines[1:])]
     return [" " * indent + line for line in lines]
+
+
+@dataclass(frozen=True)
+class Vectors:
+    """The 16-byte vectors a rewrite moves the accesses through: per pointer, the name of its
+    loaded and of its stored vector, and the run-time test that every pointer is aligned."""
+
+    access: Access
+    loaded: dict[str, str]
+    stored: dict[str, str]
+
+    @property
+    def aligned(self) -> str:
+        names = sorted({*self.access.reads, *self.access.writes})
+        return " && ".join(f"reinterpret_cast<unsigned long long>({n}) % 16 == 0" for n in names)
+
+    def loads(self, at: str) -> list[str]:
+        """Each read pointer's vector at vector index `at`, and each output's declared."""
+        vector = VECTOR[self.access.element][0]
+        out = [
+            f"const {vector} {self.loaded[n]} = reinterpret_cast<const {vector}*>({n})[{at}];"
+            for n in sorted(self.access.reads)
+        ]
+        return out + [f"{vector} {self.stored[n]};" for n in sorted(self.access.writes)]
+
+    def lanes(self, source: Source, rest: list[tree_sitter.Node], indent: int) -> list[str]:
+        """The body once per field of the vectors, each in its own block."""
+        pad = " " * indent
+        out = []
+        for part in FIELDS[: VECTOR[self.access.element][1]]:
+            replaced = lane(self.access, self.loaded, self.stored, part)
+            out += [f"{pad}{{", *copy(source, rest, replaced, indent + 2), f"{pad}}}"]
+        return out
+
+    def stores(self, at: str) -> list[str]:
+        vector = VECTOR[self.access.element][0]
+        return [
+            f"reinterpret_cast<{vector}*>({n})[{at}] = {self.stored[n]};"
+            for n in sorted(self.access.writes)
+        ]
+
+
+def vectors(plan: Access, used: set[str]) -> Vectors:
+    """Fresh names (added to `used`) for the vectors of `plan`'s pointers."""
+    loaded = {name: fresh_name(f"nvcc_opt_in_{name}", used) for name in plan.reads}
+    used |= set(loaded.values())
+    stored = {name: fresh_name(f"nvcc_opt_out_{name}", used) for name in plan.writes}
+    used |= set(stored.values())
+    return Vectors(plan, loaded, stored)

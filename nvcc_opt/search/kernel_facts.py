@@ -135,8 +135,19 @@ def guarded_rest(
     return source.text(bound), body[2:]
 
 
-def unit_loop(source: Source, loop: tree_sitter.Node) -> str | None:
-    """The loop variable of `for (int j = a; j < b; ++j)` (also `<=`, `j++`, `j += 1`)."""
+@dataclass(frozen=True)
+class LoopHeader:
+    """`for (T variable = value; condition; update)` as the parse has it."""
+
+    variable: str
+    value: tree_sitter.Node | None
+    condition: tree_sitter.Node
+    update: tree_sitter.Node
+    declarators: int  # how many names the initializer declares
+
+
+def loop_header(source: Source, loop: tree_sitter.Node) -> LoopHeader | None:
+    """The header of a `for` loop whose initializer declares its variable; None otherwise."""
     init = loop.child_by_field_name("initializer")
     condition = loop.child_by_field_name("condition")
     update = loop.child_by_field_name("update")
@@ -146,8 +157,19 @@ def unit_loop(source: Source, loop: tree_sitter.Node) -> str | None:
     name = None if declarator is None else declarator.child_by_field_name("declarator")
     if declarator is None or declarator.type != "init_declarator" or name is None:
         return None
-    variable = source.text(name)
-    if squeeze(source.text(update)) not in (f"++{variable}", f"{variable}++", f"{variable}+=1"):
+    count = sum(c.type == "init_declarator" for c in init.named_children)
+    value = declarator.child_by_field_name("value")
+    return LoopHeader(source.text(name), value, condition, update, count)
+
+
+def unit_loop(source: Source, loop: tree_sitter.Node) -> str | None:
+    """The loop variable of `for (int j = a; j < b; ++j)` (also `<=`, `j++`, `j += 1`)."""
+    header = loop_header(source, loop)
+    if header is None:
+        return None
+    variable, condition = header.variable, header.condition
+    steps = (f"++{variable}", f"{variable}++", f"{variable}+=1")
+    if squeeze(source.text(header.update)) not in steps:
         return None
     left = condition.child_by_field_name("left")
     operator = condition.child_by_field_name("operator")
@@ -183,7 +205,6 @@ def builtin_aliases(source: Source, kernel: Kernel, builtin: str) -> set[str]:
     `thread_aliases` finds them (`const int local_size = blockDim.x;`)."""
     declared: dict[str, int] = {}
     aliases: set[str] = set()
-    changed: set[str] = set()
     for node in walk(kernel.body):
         parent = node.parent
         if (
@@ -198,12 +219,21 @@ def builtin_aliases(source: Source, kernel: Kernel, builtin: str) -> set[str]:
                 continue
             if CASTS.sub("", squeeze(source.text(value))) == builtin:
                 aliases.add(source.text(name))
-        elif node.type == "argument_list":  # a call could take it by reference and change it
-            changed |= {source.text(c) for c in node.named_children if c.type == "identifier"}
-        elif node.type in ("assignment_expression", "update_expression", "pointer_expression"):
-            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
-            taken = node.type != "pointer_expression" or source.text(node).startswith("&")
-            if target is not None and target.type == "identifier" and taken:
-                changed.add(source.text(target))
+    changed = changed_names(source, kernel.body)
     kept = {a for a in aliases if declared[a] == 1 and a not in changed and a not in kernel.params}
     return {builtin} | kept
+
+
+def changed_names(source: Source, node: tree_sitter.Node) -> set[str]:
+    """The names under `node` that may change: assigned, updated, taken by address, or passed
+    to a call by name (which could take them by reference)."""
+    changed: set[str] = set()
+    for n in walk(node):
+        if n.type == "argument_list":
+            changed |= {source.text(c) for c in n.named_children if c.type == "identifier"}
+        elif n.type in ("assignment_expression", "update_expression", "pointer_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            taken = n.type != "pointer_expression" or source.text(n).startswith("&")
+            if target is not None and target.type == "identifier" and taken:
+                changed.add(source.text(target))
+    return changed

@@ -32,15 +32,14 @@ import tree_sitter
 from nvcc_opt.search.cuda import Edit, Kernel, Source, fresh_name, indentation
 from nvcc_opt.search.element_access import (
     BOUND,
-    FIELDS,
     VECTOR,
     Access,
     access,
     copy,
     element_wise,
-    lane,
     rewrite_kernels,
     scalar,
+    vectors,
 )
 from nvcc_opt.search.kernel_facts import Facts, global_index_name, guarded_rest, statements
 
@@ -72,37 +71,21 @@ def _plan(source: Source, kernel: Kernel, facts: Facts) -> Plan | None:
 
 
 def _edit(source: Source, plan: Plan, used: set[str]) -> Edit:
-    vector, width = VECTOR[plan.access.element]
-    reads, writes = plan.access.reads, plan.access.writes
+    width = VECTOR[plan.access.element][1]
     total, first, k, e = (fresh_name(f"nvcc_opt_{s}", used) for s in ("threads", "first", "k", "e"))
     used |= {total, first, k, e}
-    loaded = {name: fresh_name(f"nvcc_opt_in_{name}", used) for name in reads}
-    used |= set(loaded.values())
-    stored = {name: fresh_name(f"nvcc_opt_out_{name}", used) for name in writes}
-    used |= set(stored.values())
+    vec = vectors(plan.access, used)
     pad = indentation(source, plan.replaced).decode()
-    names = sorted({*reads, *writes})
-    aligned = " && ".join(f"reinterpret_cast<unsigned long long>({n}) % 16 == 0" for n in names)
     bound = f"(long long)({plan.bound})"
     lines = [
         f"// nvcc-opt: {width} consecutive elements per thread, loaded and stored 16 bytes at a"
         " time where all are in range and aligned, else one at a time",
         f"const long long {total} = (long long)gridDim.x * blockDim.x;",
         f"const long long {first} = (long long)({plan.index}) * {width};",
-        f"if ({first} + {width} <= {bound} && {first} + {width} <= {total} && {aligned}) {{",
-    ]
-    lines += [
-        f"  const {vector} {loaded[n]} = reinterpret_cast<const {vector}*>({n})[{plan.index}];"
-        for n in sorted(reads)
-    ]
-    lines += [f"  {vector} {stored[n]};" for n in sorted(writes)]
-    for field in FIELDS[:width]:
-        replaced = lane(plan.access, loaded, stored, field)
-        lines += ["  {", *copy(source, plan.rest, replaced, 4), "  }"]
-    lines += [
-        f"  reinterpret_cast<{vector}*>({n})[{plan.index}] = {stored[n]};" for n in sorted(writes)
-    ]
-    lines += [
+        f"if ({first} + {width} <= {bound} && {first} + {width} <= {total} && {vec.aligned}) {{",
+        *("  " + line for line in vec.loads(plan.index)),
+        *vec.lanes(source, plan.rest, 2),
+        *("  " + line for line in vec.stores(plan.index)),
         "} else {",
         f"  for (int {k} = 0; {k} < {width}; ++{k}) {{",
         f"    const long long {e} = {first} + {k};",

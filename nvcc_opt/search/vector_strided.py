@@ -42,20 +42,21 @@ from nvcc_opt.search.cuda import (
 )
 from nvcc_opt.search.element_access import (
     BOUND,
-    FIELDS,
     VECTOR,
     Access,
     access,
     copy,
     element_wise,
-    lane,
     rewrite_kernels,
     scalar,
+    vectors,
 )
 from nvcc_opt.search.kernel_facts import (
     CASTS,
     Facts,
+    changed_names,
     is_global_index,
+    loop_header,
     statement_text,
     statements,
 )
@@ -115,19 +116,10 @@ def _header(
 ) -> tuple[str, str, str, str] | None:
     """(i, start, n, stride) of `for (T i = start; i < n; i += stride)`, start the global x
     index and stride the grid's thread count along x; None for any other loop."""
-    init = loop.child_by_field_name("initializer")
-    condition = loop.child_by_field_name("condition")
-    update = loop.child_by_field_name("update")
-    if init is None or condition is None or update is None or init.type != "declaration":
+    header = loop_header(source, loop)
+    if header is None or header.value is None or header.declarators != 1:
         return None
-    declarator = init.child_by_field_name("declarator")
-    name = None if declarator is None else declarator.child_by_field_name("declarator")
-    value = None if declarator is None else declarator.child_by_field_name("value")
-    if declarator is None or declarator.type != "init_declarator" or name is None or not value:
-        return None
-    if len([c for c in init.named_children if c.type == "init_declarator"]) != 1:
-        return None
-    index = source.text(name)
+    index, condition = header.variable, header.condition
     left = condition.child_by_field_name("left")
     operator = condition.child_by_field_name("operator")
     right = condition.child_by_field_name("right")
@@ -136,13 +128,14 @@ def _header(
     bound = source.text(right)
     if source.text(operator) != "<" or not BOUND.fullmatch(bound) or index in _names(bound):
         return None
-    step = _step(source, update, index)
-    start = source.text(value)
-    if step is None or not _is(source, kernel, loop, start, _global_x):
+    step = _step(source, header.update, index)
+    start = source.text(header.value)
+    changed = changed_names(source, kernel.body)
+    if step is None or not _is(source, kernel, loop, changed, start, is_global_index):
         return None
-    if not _is(source, kernel, loop, step, lambda t: t in STRIDES):
+    if not _is(source, kernel, loop, changed, step, lambda t: t in STRIDES):
         return None
-    if any(_changed(source, kernel, name) for name in _names(bound)):
+    if _names(bound) & changed:
         return None  # n changes in the kernel: the rewrite reads it once
     return index, start, bound, step
 
@@ -165,14 +158,11 @@ def _step(source: Source, update: tree_sitter.Node, index: str) -> str | None:
     return None
 
 
-def _global_x(text: str) -> bool:
-    return is_global_index(text)
-
-
 def _is(
     source: Source,
     kernel: Kernel,
     loop: tree_sitter.Node,
+    changed: set[str],
     text: str,
     shape: Callable[[str], bool],
 ) -> bool:
@@ -193,7 +183,7 @@ def _is(
     ]
     if len(values) != 1 or values[0] is None or values[0].start_byte > loop.start_byte:
         return False
-    if name in kernel.params or _changed(source, kernel, name):
+    if name in kernel.params or name in changed:
         return False
     value = CASTS.sub("", squeeze(source.text(values[0])))
     return shape(value) or shape(_unwrapped(value))
@@ -211,51 +201,22 @@ def _unwrapped(text: str) -> str:
     return text
 
 
-def _changed(source: Source, kernel: Kernel, name: str) -> bool:
-    """Assigned, updated, taken by address or passed by name to a call (by reference)."""
-    for node in walk(kernel.body):
-        target = None
-        if node.type in ("assignment_expression", "update_expression"):
-            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
-        taken = node.type == "pointer_expression" and squeeze(source.text(node)) == f"&{name}"
-        passed = node.type == "argument_list" and any(
-            c.type == "identifier" and source.text(c) == name for c in node.named_children
-        )
-        if taken or passed or (target is not None and source.text(target) == name):
-            return True
-    return False
-
-
 def _edit(source: Source, plan: Plan, used: set[str]) -> Edit:
-    vector, width = VECTOR[plan.access.element]
-    reads, writes = plan.access.reads, plan.access.writes
+    width = VECTOR[plan.access.element][1]
     n, v, e = (fresh_name(f"nvcc_opt_{s}", used) for s in ("n", "v", "e"))
     used |= {n, v, e}
-    loaded = {name: fresh_name(f"nvcc_opt_in_{name}", used) for name in reads}
-    used |= set(loaded.values())
-    stored = {name: fresh_name(f"nvcc_opt_out_{name}", used) for name in writes}
-    used |= set(stored.values())
+    vec = vectors(plan.access, used)
     pad = indentation(source, plan.loop).decode()
-    names = sorted({*reads, *writes})
-    aligned = " && ".join(f"reinterpret_cast<unsigned long long>({p}) % 16 == 0" for p in names)
     start, stride = f"(long long)({plan.start})", f"(long long)({plan.stride})"
     lines = [
         f"// nvcc-opt: the grid-stride loop over vectors of {width} consecutive elements, loaded"
         " and stored 16 bytes at a time where aligned, then the last elements one at a time",
-        f"if ({aligned}) {{",
+        f"if ({vec.aligned}) {{",
         f"  const long long {n} = (long long)({plan.bound});",
         f"  for (long long {v} = {start}; {v} < {n} / {width}; {v} += {stride}) {{",
-    ]
-    lines += [
-        f"    const {vector} {loaded[p]} = reinterpret_cast<const {vector}*>({p})[{v}];"
-        for p in sorted(reads)
-    ]
-    lines += [f"    {vector} {stored[p]};" for p in sorted(writes)]
-    for field in FIELDS[:width]:
-        lines += ["    {", *copy(source, plan.rest, lane(plan.access, loaded, stored, field), 6)]
-        lines += ["    }"]
-    lines += [f"    reinterpret_cast<{vector}*>({p})[{v}] = {stored[p]};" for p in sorted(writes)]
-    lines += [
+        *("    " + line for line in vec.loads(v)),
+        *vec.lanes(source, plan.rest, 4),
+        *("    " + line for line in vec.stores(v)),
         "  }",
         f"  for (long long {e} = {n} / {width} * {width} + {start}; {e} < {n}; {e} += {stride}) {{",
         *copy(source, plan.rest, scalar(plan.access, e), 4),
