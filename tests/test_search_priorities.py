@@ -166,3 +166,27 @@ def test_a_run_time_block_size_is_learnt_from_the_profile() -> None:
     assert not bounded(without)
     learnt, _ = drive(SearchPolicy(), tools(MEMORY), offered=WITH_PROFILE)
     assert bounded(learnt)
+
+
+def test_registers_that_tie_at_full_occupancy_limit_nothing() -> None:
+    """At 100% occupancy registers may share "the limit" with the threads per SM (26 registers,
+    256 threads: 8 blocks either way; the real tool's line on a HeCBench kernel); fewer
+    registers would add no warp, so nothing is register-limited and no change is ranked for it.
+    Below 100%, and from the register ceiling line, registers do limit."""
+    full = ANALYSIS.replace("registers 72", "registers 26").replace(
+        "3 blocks/SM, 24 of 64 warps (37% occupancy), limited by registers",
+        "8 blocks/SM, 64 of 64 warps (100% occupancy), limited by registers and threads per SM",
+    )
+    assert not read_analysis(full).register_limited
+    assert read_analysis(ANALYSIS).register_limited
+    tied = ANALYSIS.replace("limited by registers", "limited by threads per SM and registers")
+    assert read_analysis(tied).register_limited
+    ceiling = ANALYSIS.replace(
+        "    256 threads/block: 3 blocks/SM, 24 of 64 warps (37% occupancy), limited by "
+        "registers\n",
+        "    registers alone allow up to 24 of 64 warps per SM (37%), limited by registers at any "
+        "block size\n",
+    )
+    assert read_analysis(ceiling).register_limited
+    calls, answer = drive(SearchPolicy(), tools_with("", full), offered=ALL_TOOLS)
+    assert "registers limit occupancy" not in answer["explanation"]

@@ -76,6 +76,10 @@ _DIGEST = re.compile(
 
 _SPILLS = re.compile(r"spill stores (\d+) B")
 _OCCUPANCY = re.compile(r"\((\d+)% occupancy\)")
+# an occupancy line whose limit includes registers, below full occupancy (at 100% registers may
+# tie with the threads per SM as what "sets" the limit, yet fewer registers would add no warp)
+_REGISTER_LIMIT = re.compile(r"\((\d+)% occupancy\), limited by [^\n]*\bregisters\b")
+_REGISTER_CEILING = "limited by registers at any block size"
 
 
 def read_analysis(observation: str) -> Analysis:
@@ -84,7 +88,8 @@ def read_analysis(observation: str) -> Analysis:
     occupancy = [int(n) for n in _OCCUPANCY.findall(observation)]
     return Analysis(
         max(counts) if counts else None,
-        "limited by registers" in observation,
+        _REGISTER_CEILING in observation
+        or any(int(pct) < 100 for pct in _REGISTER_LIMIT.findall(observation)),
         tuple(sorted(_DIGEST.findall(observation))),
         max(spills) if spills else 0,
         min(occupancy) if occupancy else None,
