@@ -37,7 +37,11 @@ FOUND = completed(final.SANITIZER_EXIT, REPORT)
 
 
 def _sanitize(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answers: list[Completed], **toml: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    answers: list[Completed],
+    only: frozenset[str] | None = None,
+    **toml: str,
 ) -> tuple[list[str], list[str], ScriptedRunner]:
     root = tmp_path / "project"
     for d in ("build", "base", "cand"):
@@ -48,7 +52,7 @@ def _sanitize(
     runner = ScriptedRunner(answers)
     notes: list[str] = []
     problems = final._sanitize(
-        load(root), runner, Build(root / "base"), Build(root / "cand"), "0", notes
+        load(root), runner, Build(root / "base"), Build(root / "cand"), "0", notes, only
     )
     return problems, notes, runner
 
@@ -96,16 +100,78 @@ def test_errors_the_original_has_too_are_a_caveat_not_a_pass(
     assert "the original does not pass it either" in caveat
 
 
-def test_a_timed_out_sanitizer_is_a_caveat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+TIMED_OUT = completed(-9, timed_out=True)
+
+
+def test_too_slow_on_both_even_for_a_few_launches_is_a_caveat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole run, then the first launches, then the original the same way: all too slow."""
     problems, notes, runner = _sanitize(
-        tmp_path, monkeypatch, [completed(-9, timed_out=True), CLEAN]
+        tmp_path, monkeypatch, [TIMED_OUT, TIMED_OUT, TIMED_OUT, CLEAN]
     )
     assert problems == []
     assert _caveats(notes) == [
-        "unmeasured: compute-sanitizer memcheck timed out on the candidate (600 s), so its "
-        "findings are unknown"
+        "unmeasured: compute-sanitizer memcheck took longer than 300 s on the candidate and on "
+        "the original, even checking only the first 8 launches, so its findings are unknown"
     ]
+    assert [c.timeout_s for c in runner.calls] == [300, 300, 300, 300]
+    whole, first, original, _ = (list(c.argv) for c in runner.calls)
+    assert "--launch-count" not in whole
+    assert first[first.index("--launch-count") + 1] == "8"
+    assert original == first  # the original watched exactly as the candidate was
+
+
+def test_a_whole_run_too_slow_checks_the_first_launches_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HeCBench's moe on an H100: racecheck of its 1,000 launches ran past 3.5 minutes and the
+    verification hung for the 100 minutes 20 x its run timeout allowed."""
+    problems, notes, runner = _sanitize(
+        tmp_path, monkeypatch, [CLEAN, TIMED_OUT, CLEAN], sanitizer_timeout_s="120"
+    )
+    assert problems == [] and _caveats(notes) == []
+    assert notes == [
+        "sanitizer: racecheck checked the first 8 launches of kernels only (a whole run under it "
+        "took longer than 120 s)"
+    ]
+    assert [c.timeout_s for c in runner.calls] == [120, 120, 120]
+
+
+def test_a_candidate_that_hangs_only_when_watched_is_rejected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A candidate that never finishes under the sanitizer, where the original finishes under
+    the same settings, behaves differently when watched: a failure, not a caveat to wave
+    through."""
+    slow_original = completed(0, "========= ERROR SUMMARY: 0 errors\n")
+    problems, notes, _ = _sanitize(
+        tmp_path, monkeypatch, [TIMED_OUT, TIMED_OUT, slow_original, CLEAN]
+    )
+    assert problems == [
+        "sanitizer_memcheck: the candidate did not finish under it in 300 s; the original did "
+        "in 0 s"
+    ]
+    assert _caveats(notes) == []
+
+
+def test_the_limit_never_exceeds_twenty_run_timeouts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, _, runner = _sanitize(tmp_path, monkeypatch, [CLEAN, CLEAN], sanitizer_timeout_s="5000")
     assert [c.timeout_s for c in runner.calls] == [600, 600]
+
+
+def test_device_code_alone_is_watched_kernel_by_kernel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the region is device code alone, only its kernels changed: the sanitizer watches
+    those (any kernel whose mangled name holds the name), and the rest of the program runs
+    unwatched, as in the original."""
+    _, _, runner = _sanitize(tmp_path, monkeypatch, [CLEAN, CLEAN], frozenset({"scale", "axpy"}))
+    argv = list(runner.calls[0].argv)
+    assert argv[7:11] == ["--kernel-name", "kns=axpy", "--kernel-name", "kns=scale"]
+    assert argv[11].endswith("app")
 
 
 def test_no_sanitizer_here_is_a_caveat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

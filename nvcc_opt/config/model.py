@@ -337,6 +337,20 @@ class VerifyConfig(Section):
         " problem: the sanitizer slows kernels by orders of magnitude).",
         examples=[["--size", "65536", "--reps", "2"]],
     )
+    sanitizer_timeout_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="The longest one run under compute-sanitizer may take (never more than 20"
+        " times [run] timeout_s). A run that takes longer is tried again checking only the"
+        " first `sanitizer_launches` launches; if that too takes longer, the original is run"
+        " the same way: a candidate that does not finish where the original does is rejected.",
+    )
+    sanitizer_launches: int = Field(
+        default=8,
+        ge=1,
+        description="How many kernel launches compute-sanitizer checks (--launch-count) when a"
+        " whole run under it took longer than `sanitizer_timeout_s`.",
+    )
     state_calls: int = Field(
         default=3,
         ge=2,

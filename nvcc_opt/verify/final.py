@@ -5,8 +5,9 @@ paired runs (`[run] final_repeats`), the full checks, inputs never shown while e
 (`[verify] fresh_inputs`), the runtime state check (verify/state.py: the region's calls with
 inputs changed between them, compared element by element with the original's; and, once timed,
 the speedup on those inputs against the timed runs', verify/changed_inputs.py), and
-compute-sanitizer memcheck and racecheck (missing, timed out, or failing on the original too: an
-`unmeasured:` note).
+compute-sanitizer memcheck and racecheck on the region's kernels where the region is device code
+alone, in a bounded time (missing, too slow on the original too, or failing on the original too:
+an `unmeasured:` note).
 
 What could not be checked on this machine is a note, kept with the verification: `unmeasured:`
 (no channel: no CUPTI, no GPU) and `uncontained:` (runs not contained) notes make `review` ask
@@ -34,7 +35,7 @@ from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.region import Region
 from nvcc_opt.verify.changed_inputs import StateTimes, changed_input_reasons
 from nvcc_opt.verify.corroborate import Observed
-from nvcc_opt.verify.kernels import RegionKernels, region_kernels
+from nvcc_opt.verify.kernels import RegionKernels, device_only, region_kernels
 from nvcc_opt.verify.measure import Build, check, run_once, uncontained
 from nvcc_opt.verify.state import state_check
 from nvcc_opt.verify.verdict import Verdict
@@ -42,7 +43,9 @@ from nvcc_opt.workspace.runner import Completed, Runner
 
 SANITIZER_EXIT = 86
 _SUMMARY = re.compile(r"SUMMARY: (?:[^(\n]*\()?(\d+) errors?")
-SANITIZER_SLOWDOWN = 20  # a run under compute-sanitizer may take this many times [run] timeout_s
+SANITIZER_SLOWDOWN = (
+    20  # a run under compute-sanitizer takes at most this many times [run] timeout_s
+)
 PASSED = ("improved",)
 
 
@@ -62,6 +65,7 @@ def verify_code(
     notes: list[str] = []
     kernels = region_kernels(region.text, code)
     checks = FinalChecks(config, runner, bench.gpu, notes, bench.channel, kernels)
+    checks.watch = device_only(region.text, code)  # device code alone: only its kernels changed
     try:
         # every pair timed: a speedup found while exploring is never dropped by the early stop
         verdict = bench.evaluate(
@@ -109,6 +113,7 @@ class FinalChecks:
     channel: Callable[[], Path | None] | None = None
     kernels: RegionKernels | None = None
     times: list[StateTimes] = field(default_factory=list)  # the state check's, for after_timing
+    watch: frozenset[str] | None = None  # the kernels the sanitizer checks (None: every one)
 
     def __call__(self, base: Build, cand: Build) -> list[str]:
         config, runner, gpu, notes = self.config, self.runner, self.gpu, self.notes
@@ -118,7 +123,7 @@ class FinalChecks:
             problems = state_check(
                 config, runner, base, cand, gpu, library, self.kernels, notes, self.times
             )
-        return problems or _sanitize(config, runner, base, cand, gpu, notes)
+        return problems or _sanitize(config, runner, base, cand, gpu, notes, self.watch)
 
     def after_timing(
         self, baseline: Sequence[Observed], candidate: Sequence[Observed]
@@ -149,12 +154,24 @@ def _fresh_inputs(
 
 
 def _sanitize(
-    config: ProjectConfig, runner: Runner, base: Build, cand: Build, gpu: str, notes: list[str]
+    config: ProjectConfig,
+    runner: Runner,
+    base: Build,
+    cand: Build,
+    gpu: str,
+    notes: list[str],
+    only: frozenset[str] | None = None,
 ) -> list[str]:
     """memcheck and racecheck on the candidate. Only a clean pass (exit 0) passes silently: its
-    errors reject it; a run that timed out, or one that fails under the sanitizer where the
-    original too fails, is an `unmeasured:` caveat (review asks for --force); a failure the
-    original does not have rejects it."""
+    errors reject it; a run that fails under the sanitizer where the original too fails is an
+    `unmeasured:` caveat (review asks for --force); a failure the original does not have
+    rejects it. `only`: the kernels to watch, where nothing else changed
+    (verify/kernels.device_only); None watches every kernel.
+
+    Time is bounded ([verify] sanitizer_timeout_s): a run that takes longer is tried again
+    checking only the first `sanitizer_launches` launches (said in a note); if that takes longer
+    too, the original is run the same way, and a candidate that does not finish where the
+    original does is rejected (it behaves differently when watched); both too slow is a caveat."""
     if not config.verify.sanitizer:
         notes.append("sanitizer: off ([verify] sanitizer = false)")
         return []
@@ -167,17 +184,41 @@ def _sanitize(
         return []
     problems: list[str] = []
     loose = not config.check.exit_status
+    limit = min(config.verify.sanitizer_timeout_s, config.run.timeout_s * SANITIZER_SLOWDOWN)
+    scope = [a for k in sorted(only or ()) for a in ("--kernel-name", f"kns={k}")]
+    launches = config.verify.sanitizer_launches
     for tool in ("memcheck", "racecheck"):
-        done = _under_sanitizer(config, runner, cand, gpu, sanitizer, tool)
+
+        def watch(build: Build, extra: list[str], tool: str = tool) -> Completed:
+            return _under_sanitizer(config, runner, build, gpu, sanitizer, tool, extra, limit)
+
+        extra = scope
+        done = watch(cand, extra)
+        if done.timed_out:
+            extra = [*scope, "--launch-count", str(launches)]
+            done = watch(cand, extra)
+            if not done.timed_out:
+                which = "the region's kernels" if only else "kernels"
+                notes.append(
+                    f"sanitizer: {tool} checked the first {launches} launches of {which} only "
+                    f"(a whole run under it took longer than {limit:g} s)"
+                )
         if _clean(done, loose):
             continue
+        original = watch(base, extra)  # the same tool, kernels and launches as the candidate
         if done.timed_out:
-            notes.append(
-                f"unmeasured: compute-sanitizer {tool} timed out on the candidate "
-                f"({config.run.timeout_s * SANITIZER_SLOWDOWN:g} s), so its findings are unknown"
-            )
+            if original.timed_out:
+                notes.append(
+                    f"unmeasured: compute-sanitizer {tool} took longer than {limit:g} s on the "
+                    "candidate and on the original, even checking only the first "
+                    f"{launches} launches, so its findings are unknown"
+                )
+            else:
+                problems.append(
+                    f"sanitizer_{tool}: the candidate did not finish under it in {limit:g} s; "
+                    f"the original did in {original.wall_s:.0f} s"
+                )
             continue
-        original = _under_sanitizer(config, runner, base, gpu, sanitizer, tool)
         found = _first_finding(done.stdout, done.exit_status)
         if _clean(original, loose):
             problems.append(f"sanitizer_{tool}: {found} (the original passes it)")
@@ -199,7 +240,14 @@ def _sanitize(
 
 
 def _under_sanitizer(
-    config: ProjectConfig, runner: Runner, build: Build, gpu: str, sanitizer: str, tool: str
+    config: ProjectConfig,
+    runner: Runner,
+    build: Build,
+    gpu: str,
+    sanitizer: str,
+    tool: str,
+    extra: Sequence[str],
+    limit: float,
 ) -> Completed:
     with (
         tempfile.TemporaryDirectory(prefix="nvcc-opt-sanitize-") as scratch,
@@ -208,14 +256,14 @@ def _under_sanitizer(
         work = Path(scratch)  # {work} in [run]: this run's own folder, as for a timed run
         argv = [
             sanitizer, "--tool", tool, "--error-exitcode", str(SANITIZER_EXIT),
-            "--target-processes", "all", *config.render_run(build.build_dir, gpu, work),
+            "--target-processes", "all", *extra, *config.render_run(build.build_dir, gpu, work),
             *config.verify.sanitizer_args,
         ]  # fmt: skip
         return runner.run(
             argv,
             cwd=config.run_cwd(build.build_dir, gpu, work),
             env={**os.environ, **config.run_env(build.build_dir, gpu, work)},
-            timeout_s=config.run.timeout_s * SANITIZER_SLOWDOWN,
+            timeout_s=limit,
             writable=(Path(scratch),),  # the tree itself stays read-only
             readonly=build.readonly,
         )

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from nvcc_opt.regions.lexer import COMMENT, DIRECTIVE, STRING, tokenize
-from nvcc_opt.verify.declarations import Outline, Tok, merge_scopes
+from nvcc_opt.verify.declarations import Function, Outline, Tok, merge_scopes
 
 _LAUNCH = re.compile(r"([A-Za-z_]\w*)\s*(?:<[^<>;{}]*(?:<[^<>;{}]*>[^<>;{}]*)*>)?\s*<<<")
 
@@ -35,21 +35,51 @@ def region_kernels(original: str, candidate: str) -> RegionKernels:
     return RegionKernels(defined_a | launched_a, defined_b | launched_b, not launched_a)
 
 
-def _kernels(code: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(kernels defined, kernels launched) in `code`, by base name."""
+def device_only(original: str, candidate: str) -> frozenset[str] | None:
+    """The candidate's kernels when both regions are device code alone: every function they
+    define is `__global__` or `__device__` (not `__host__`, which is the default), and neither
+    launches a kernel. Then nothing that runs outside those kernels changed (the rest of the
+    program is the original's), so a check of the candidate (compute-sanitizer) may watch only
+    them. None when either region has host code or launches, or the candidate defines no kernel.
+
+    >>> sorted(device_only("__global__ void k(float* p) {}", "__global__ void k(float* p) {}"))
+    ['k']
+    >>> device_only("void host() { k<<<1, 1>>>(); }", "void host() { k<<<1, 1>>>(); }") is None
+    True
+    >>> device_only("__global__ void k() {}", "__host__ __device__ int f() { return 1; }") is None
+    True
+    """
+    kernels = []
+    for code in (original, candidate):
+        functions, launched = _functions(code), _launches(code)
+        if launched or any(f.spaces - {"__global__", "__device__"} for f in functions):
+            return None
+        kernels = [f.name.split("::")[-1] for f in functions if "__global__" in f.spaces]
+    return frozenset(kernels) or None
+
+
+def _functions(code: str) -> list[Function]:
     src = code.encode("utf-8", "replace")
     tokens = [t for t in tokenize(src) if t[0] not in (COMMENT, DIRECTIVE)]
     toks = merge_scopes(
         [Tok(kind, src[a:b].decode("utf-8", "replace"), 0) for kind, a, b in tokens]
     )
-    defined = frozenset(
-        f.name.split("::")[-1] for f in Outline(toks).functions if "__global__" in f.spaces
-    )
+    return list(Outline(toks).functions)
+
+
+def _kernels(code: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(kernels defined, kernels launched) in `code`, by base name."""
+    functions = _functions(code)
+    defined = frozenset(f.name.split("::")[-1] for f in functions if "__global__" in f.spaces)
+    return defined, _launches(code)
+
+
+def _launches(code: str) -> frozenset[str]:
+    src = code.encode("utf-8", "replace")
     # Strings blanked so that "<<<" in a message is no launch.
     blanked = bytearray(src)
     for kind, a, b in tokenize(src):
         if kind in (COMMENT, STRING, DIRECTIVE):
             blanked[a:b] = b" " * (b - a)
     text = blanked.decode("utf-8", "replace")
-    launched = frozenset(m.group(1).split("::")[-1] for m in _LAUNCH.finditer(text))
-    return defined, launched
+    return frozenset(m.group(1).split("::")[-1] for m in _LAUNCH.finditer(text))
