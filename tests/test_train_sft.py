@@ -162,3 +162,39 @@ def test_bad_input_is_refused_in_one_line(made: dict[str, Any], tmp_path: Path) 
         assert len(lines) == 1 and expected in lines[0], result.output
     assert [p.name for p in taken.iterdir()] == ["keep.txt"]
     assert not any((tmp_path / f"o{n}").exists() for n in range(1, 5))
+
+
+def test_a_conversation_longer_than_max_length_is_left_out_never_cut(
+    made: dict[str, Any], tmp_path: Path
+) -> None:
+    """trl would cut a long conversation at its end, which is the teacher's final answer (on an
+    H100, the one trace kept lost all of it: 9,602 tokens, the answer from token 8,775, cut at
+    8,192). Longer ones are left out with a warning; when none is left, one line and no OUT."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(made["student"])
+    trainer = _trainer(made["rows"], made["student"], tokenizer, tmp_path / "t", SFTSettings())
+    lengths = sorted(len(ids) for ids in trainer.train_dataset["input_ids"])
+    assert lengths[0] < lengths[-1], lengths
+    assert lengths == sorted(len(tokenizer(rendered(r))["input_ids"]) for r in made["rows"])
+
+    out = tmp_path / "some"
+    limit = str(lengths[-1] - 1)
+    result = sft(
+        made["dataset"], "--student", made["student"], "--out", out, "--max-steps", "1",
+        "--max-length", limit,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert f"1 of 3 conversations are longer than --max-length {limit} tokens" in result.output
+    log = json.loads((out / TRAIN_LOG).read_text())
+    assert log["left_out_longer_than_max_length"] == [lengths[-1]]
+
+    none = tmp_path / "none"
+    result = sft(
+        made["dataset"], "--student", made["student"], "--out", none,
+        "--max-length", str(lengths[0] - 1),
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    last = result.output.strip().splitlines()[-1]  # after the tokenizer's progress lines
+    assert last.startswith("Error: ") and "every conversation is longer than --max-length" in last
+    assert not none.exists()

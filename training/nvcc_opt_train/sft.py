@@ -43,11 +43,15 @@ class SFTSettings:
     lr: float = 2e-5  # peak learning rate (LoRA usually wants ~1e-4 or more)
     batch: int = 1  # conversations per device per forward pass
     grad_accum: int = 1  # forward passes per optimizer step
-    max_length: int | None = 8192  # tokens per conversation; longer ones are cut at the end
+    max_length: int | None = 8192  # tokens per conversation; longer ones are left out, not cut
     lora: bool = False  # train LoRA adapters (peft) and merge them into the saved weights
     seed: int = 0
     activation_checkpointing: bool = False  # recompute activations: less memory, slower steps
     unchecked_source: bool = False  # train on a dataset not traced back to a train split
+
+
+class TooLong(ValueError):
+    """Every conversation is longer than the longest the student may train on."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ def train_sft(
     try:
         began = time.monotonic()
         trainer = _trainer(rows, student, tokenizer, work / "trainer", settings)
+        left_out = _leave_out_long(trainer, settings.max_length, len(rows), dataset, warn)
         trainer.train()
         seconds = time.monotonic() - began
         losses = _save(trainer, tokenizer, student, work / "model", settings)
@@ -92,6 +97,7 @@ def train_sft(
             "student": str(student),
             "source": str(source) if source else "unchecked (--unchecked-source)",
             "conversations": len(rows),
+            "left_out_longer_than_max_length": left_out,  # their lengths in tokens
             "settings": asdict(settings),
             "seconds": seconds,
             "steps": [e for e in trainer.state.log_history if "loss" in e],
@@ -130,7 +136,7 @@ def _trainer(
         learning_rate=settings.lr,
         per_device_train_batch_size=settings.batch,
         gradient_accumulation_steps=settings.grad_accum,
-        max_length=settings.max_length,
+        max_length=None,  # never cut: a longer conversation is left out (_leave_out_long)
         seed=settings.seed,
         assistant_only_loss=True,
         logging_steps=1,
@@ -149,6 +155,36 @@ def _trainer(
         processing_class=tokenizer,
         peft_config=_lora_config() if settings.lora else None,
     )
+
+
+def _leave_out_long(
+    trainer: Any, max_length: int | None, rows: int, dataset: Path, warn: Callable[[str], None]
+) -> list[int]:
+    """Leave out of `trainer`'s data the conversations longer than `max_length` tokens, as the
+    student's template renders them, and return their lengths. trl would cut them at the end,
+    and the end of a teacher's conversation is its final answer: the turn the student most needs
+    (a 9,602-token trace of the search policy on an H100 lost all of its final answer at 8,192).
+    TooLong when none is left."""
+    if max_length is None:
+        return []
+    data = trainer.train_dataset
+    lengths = [len(ids) for ids in data["input_ids"]]
+    long = [n for n in lengths if n > max_length]
+    if not long:
+        return []
+    if len(long) == len(lengths):
+        raise TooLong(
+            f"{dataset}: every conversation is longer than --max-length {max_length} tokens "
+            f"({', '.join(map(str, sorted(long)))}); cutting one would cut its final answer. "
+            "Give a larger --max-length (up to the student's context) or shorter traces"
+        )
+    trainer.train_dataset = data.filter(lambda row: len(row["input_ids"]) <= max_length)
+    warn(
+        f"warning: {len(long)} of {rows} conversations are longer than --max-length {max_length}"
+        f" tokens ({', '.join(map(str, sorted(long)))}): left out, since cutting one would cut"
+        " its final answer"
+    )
+    return sorted(long)
 
 
 def _checkpointing(config_class: Any, on: bool) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import click
 
 from nvcc_opt_train.conversations import ConversationError
 from nvcc_opt_train.provenance import ProvenanceError
-from nvcc_opt_train.sft import TRAIN_LOG, SFTSettings, train_sft
+from nvcc_opt_train.sft import TRAIN_LOG, SFTSettings, TooLong, train_sft
 from nvcc_opt_train.student import StudentError
 
 DEFAULTS = SFTSettings()
@@ -33,7 +33,12 @@ DEFAULTS = SFTSettings()
     "--grad-accum", type=click.IntRange(min=1), default=DEFAULTS.grad_accum, show_default=True
 )
 @click.option(
-    "--max-length", type=click.IntRange(min=16), default=DEFAULTS.max_length, show_default=True
+    "--max-length",
+    type=click.IntRange(min=16),
+    default=DEFAULTS.max_length,
+    show_default=True,
+    help="Tokens per conversation; a longer one is left out (cutting it would cut its final "
+    "answer), with a warning.",
 )
 @click.option("--lora", is_flag=True, help="Train LoRA adapters (peft), merged before saving.")
 @click.option("--seed", type=int, default=DEFAULTS.seed, show_default=True)
@@ -81,7 +86,7 @@ def sft(
     )
     try:
         result = train_sft(dataset, student, out, settings, lambda line: click.echo(line, err=True))
-    except (ConversationError, ProvenanceError, StudentError) as err:
+    except (ConversationError, ProvenanceError, StudentError, TooLong) as err:
         raise click.ClickException(str(err)) from err
     first, last = (result.losses[0], result.losses[-1]) if result.losses else (0.0, 0.0)
     click.echo(
