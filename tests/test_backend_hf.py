@@ -99,6 +99,8 @@ def test_smollm2_generates_a_counted_reply(smol: HFModel) -> None:
     assert isinstance(reply, Reply) and reply.text.strip()
     assert reply.prompt_tokens > 5 and 0 < reply.completion_tokens <= MAX_NEW
     assert reply.raw["chat_template"] == TEMPLATE_NAME
+    assert reply.raw["device"] == str(smol._model.device)  # the trace says where it ran
+    assert reply.raw["dtype"] in ("float32", "bfloat16", "float16")
 
 
 @pytest.mark.slow

@@ -103,6 +103,9 @@ class HFModel:
             raw={
                 "finish_reason": "length" if new.shape[0] >= self.max_new_tokens else "stop",
                 "chat_template": self.template_name,
+                # where it ran: a turn's time (the trace's model_s) reads differently on a CPU
+                "device": str(self._model.device),
+                "dtype": str(self._model.dtype).removeprefix("torch."),
             },
         )
 
