@@ -341,15 +341,16 @@ class VerifyConfig(Section):
         default=300.0,
         gt=0,
         description="The longest one run under compute-sanitizer may take (never more than 20"
-        " times [run] timeout_s). A run that takes longer is tried again checking only the"
-        " first `sanitizer_launches` launches; if that too takes longer, the original is run"
-        " the same way: a candidate that does not finish where the original does is rejected.",
+        " times [run] timeout_s). A candidate that does not finish under it where the original"
+        " does is rejected; where the original does not finish either, both are checked over"
+        " their first `sanitizer_launches` launches, and a clean pass there is an unmeasured:"
+        " caveat.",
     )
     sanitizer_launches: int = Field(
         default=8,
         ge=1,
-        description="How many kernel launches compute-sanitizer checks (--launch-count) when a"
-        " whole run under it took longer than `sanitizer_timeout_s`.",
+        description="How many kernel launches compute-sanitizer checks (--launch-count) when"
+        " whole runs under it, the original's too, take longer than `sanitizer_timeout_s`.",
     )
     state_calls: int = Field(
         default=3,

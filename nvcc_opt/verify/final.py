@@ -5,9 +5,9 @@ paired runs (`[run] final_repeats`), the full checks, inputs never shown while e
 (`[verify] fresh_inputs`), the runtime state check (verify/state.py: the region's calls with
 inputs changed between them, compared element by element with the original's; and, once timed,
 the speedup on those inputs against the timed runs', verify/changed_inputs.py), and
-compute-sanitizer memcheck and racecheck on the region's kernels where the region is device code
-alone, in a bounded time (missing, too slow on the original too, or failing on the original too:
-an `unmeasured:` note).
+compute-sanitizer memcheck and racecheck, on the region's kernels alone where the region is
+kernels alone, in a bounded time (missing, too slow or failing on the original too, or passed over
+the first launches only: an `unmeasured:` note).
 
 What could not be checked on this machine is a note, kept with the verification: `unmeasured:`
 (no channel: no CUPTI, no GPU) and `uncontained:` (runs not contained) notes make `review` ask
@@ -65,7 +65,7 @@ def verify_code(
     notes: list[str] = []
     kernels = region_kernels(region.text, code)
     checks = FinalChecks(config, runner, bench.gpu, notes, bench.channel, kernels)
-    checks.watch = device_only(region.text, code)  # device code alone: only its kernels changed
+    checks.watch = device_only(region.text, code)  # kernels alone: only they changed
     try:
         # every pair timed: a speedup found while exploring is never dropped by the early stop
         verdict = bench.evaluate(
@@ -168,10 +168,11 @@ def _sanitize(
     rejects it. `only`: the kernels to watch, where nothing else changed
     (verify/kernels.device_only); None watches every kernel.
 
-    Time is bounded ([verify] sanitizer_timeout_s): a run that takes longer is tried again
-    checking only the first `sanitizer_launches` launches (said in a note); if that takes longer
-    too, the original is run the same way, and a candidate that does not finish where the
-    original does is rejected (it behaves differently when watched); both too slow is a caveat."""
+    Time is bounded ([verify] sanitizer_timeout_s). A candidate that does not finish under the
+    tool where the original does is rejected (it behaves differently when watched). Where the
+    original does not finish either, both are watched again over their first
+    `sanitizer_launches` launches only: a clean pass then is still an `unmeasured:` caveat (the
+    later launches went unchecked), and the other outcomes are judged as for whole runs."""
     if not config.verify.sanitizer:
         notes.append("sanitizer: off ([verify] sanitizer = false)")
         return []
@@ -187,37 +188,47 @@ def _sanitize(
     limit = min(config.verify.sanitizer_timeout_s, config.run.timeout_s * SANITIZER_SLOWDOWN)
     scope = [a for k in sorted(only or ()) for a in ("--kernel-name", f"kns={k}")]
     launches = config.verify.sanitizer_launches
+    first = f"its first {launches} launches"
     for tool in ("memcheck", "racecheck"):
 
         def watch(build: Build, extra: list[str], tool: str = tool) -> Completed:
             return _under_sanitizer(config, runner, build, gpu, sanitizer, tool, extra, limit)
 
-        extra = scope
-        done = watch(cand, extra)
-        if done.timed_out:
-            extra = [*scope, "--launch-count", str(launches)]
-            done = watch(cand, extra)
-            if not done.timed_out:
-                which = "the region's kernels" if only else "kernels"
-                notes.append(
-                    f"sanitizer: {tool} checked the first {launches} launches of {which} only "
-                    f"(a whole run under it took longer than {limit:g} s)"
-                )
+        done = watch(cand, scope)
         if _clean(done, loose):
             continue
-        original = watch(base, extra)  # the same tool, kernels and launches as the candidate
-        if done.timed_out:
-            if original.timed_out:
+        original = watch(base, scope)  # the same tool and kernels as the candidate
+        if original.timed_out:
+            # the program is too slow under the tool: both again, over their first launches
+            whole = done
+            limited = [*scope, "--launch-count", str(launches)]
+            done = watch(cand, limited)
+            if _clean(done, loose):
+                said = (
+                    f"a whole run under it took longer than {limit:g} s (the original's too)"
+                    if whole.timed_out
+                    else f"a whole run of the candidate found "
+                    f"{_first_finding(whole.stdout, whole.exit_status)}, and the original's "
+                    f"took longer than {limit:g} s"
+                )
                 notes.append(
-                    f"unmeasured: compute-sanitizer {tool} took longer than {limit:g} s on the "
-                    "candidate and on the original, even checking only the first "
-                    f"{launches} launches, so its findings are unknown"
+                    f"unmeasured: compute-sanitizer {tool} passed the candidate over {first} "
+                    f"only: {said}"
                 )
-            else:
-                problems.append(
-                    f"sanitizer_{tool}: the candidate did not finish under it in {limit:g} s; "
-                    f"the original did in {original.wall_s:.0f} s"
-                )
+                continue
+            original = watch(base, limited)
+        if done.timed_out and not original.timed_out:
+            problems.append(
+                f"sanitizer_{tool}: the candidate did not finish under it in {limit:g} s; the "
+                f"original did in {original.wall_s:.0f} s"
+            )
+            continue
+        if done.timed_out or original.timed_out:
+            whose = "the candidate and the original" if done.timed_out else "the original"
+            notes.append(
+                f"unmeasured: compute-sanitizer {tool} took longer than {limit:g} s on {whose}, "
+                f"even over {first}, so the candidate could not be judged by it"
+            )
             continue
         found = _first_finding(done.stdout, done.exit_status)
         if _clean(original, loose):

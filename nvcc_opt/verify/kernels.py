@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from nvcc_opt.regions.lexer import COMMENT, DIRECTIVE, STRING, tokenize
 from nvcc_opt.verify.declarations import Function, Outline, Tok, merge_scopes
 
+_MACRO = re.compile(r"^\s*#\s*define\b", re.MULTILINE)
 _LAUNCH = re.compile(r"([A-Za-z_]\w*)\s*(?:<[^<>;{}]*(?:<[^<>;{}]*>[^<>;{}]*)*>)?\s*<<<")
 
 
@@ -36,25 +37,28 @@ def region_kernels(original: str, candidate: str) -> RegionKernels:
 
 
 def device_only(original: str, candidate: str) -> frozenset[str] | None:
-    """The candidate's kernels when both regions are device code alone: every function they
-    define is `__global__` or `__device__` (not `__host__`, which is the default), and neither
-    launches a kernel. Then nothing that runs outside those kernels changed (the rest of the
-    program is the original's), so a check of the candidate (compute-sanitizer) may watch only
-    them. None when either region has host code or launches, or the candidate defines no kernel.
+    """The kernels of both regions when both are kernels alone: every function they define is
+    `__global__` (a `__device__` helper may be called by kernels outside the region, and a
+    `__host__` one, the default, by host code), neither launches a kernel, and neither defines
+    a macro (which could hide a launch). Then the only code that changed runs inside those
+    kernels, so a check of the candidate (compute-sanitizer) may watch only them. None
+    otherwise, or when neither region defines a kernel.
 
-    >>> sorted(device_only("__global__ void k(float* p) {}", "__global__ void k(float* p) {}"))
-    ['k']
+    >>> sorted(device_only("__global__ void k(float* p) {}", "__global__ void j(float* p) {}"))
+    ['j', 'k']
     >>> device_only("void host() { k<<<1, 1>>>(); }", "void host() { k<<<1, 1>>>(); }") is None
     True
-    >>> device_only("__global__ void k() {}", "__host__ __device__ int f() { return 1; }") is None
+    >>> device_only("__global__ void k() {}", "__device__ int f() { return 1; }") is None
     True
     """
-    kernels = []
+    kernels: set[str] = set()
     for code in (original, candidate):
-        functions, launched = _functions(code), _launches(code)
-        if launched or any(f.spaces - {"__global__", "__device__"} for f in functions):
+        functions = _functions(code)
+        if _launches(code) or _MACRO.search(code):
             return None
-        kernels = [f.name.split("::")[-1] for f in functions if "__global__" in f.spaces]
+        if any(f.spaces != {"__global__"} for f in functions):
+            return None
+        kernels |= {f.name.split("::")[-1] for f in functions}
     return frozenset(kernels) or None
 
 
