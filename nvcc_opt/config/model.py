@@ -340,11 +340,9 @@ class VerifyConfig(Section):
     sanitizer_timeout_s: float = Field(
         default=300.0,
         gt=0,
-        description="The longest one run under compute-sanitizer may take (never more than 20"
-        " times [run] timeout_s). A candidate that does not finish under it where the original"
-        " does is rejected; where the original does not finish either, both are checked over"
-        " their first `sanitizer_launches` launches, and a clean pass there is an unmeasured:"
-        " caveat.",
+        description="The longest one run under compute-sanitizer may take (at most 20 x [run]"
+        " timeout_s). A candidate that takes longer where the original does not is rejected;"
+        " where both do, their first `sanitizer_launches` launches are checked (a caveat).",
     )
     sanitizer_launches: int = Field(
         default=8,
