@@ -16,7 +16,7 @@ from types import TracebackType
 from sqlalchemy import Connection, Engine, create_engine, event, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, selectinload
-from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.pool import ConnectionPoolEntry, QueuePool
 
 from nvcc_opt import paths
 from nvcc_opt.records import (
@@ -75,11 +75,15 @@ class Store:
             if exc.cause == connections.DAMAGED:
                 raise StoreDamaged(damage.handle(str(db), exc.reason)) from exc
             raise
+        # one thread at a time per connection ("sqlite://" alone: a pool that broke 16 threads)
         engine = create_engine(
             "sqlite://",
             creator=lambda: connections.connect(
-                str(db), write=True, timeout=migrations.BUSY_TIMEOUT_S
+                str(db), write=True, timeout=migrations.BUSY_TIMEOUT_S, pooled=True
             ),
+            poolclass=QueuePool,
+            pool_size=8,
+            max_overflow=-1,  # never a wait for a connection: SQLite's own locks serialize
         )
         event.listen(engine, "connect", _on_connect)
         event.listen(engine, "begin", _on_begin)

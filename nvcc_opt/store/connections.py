@@ -56,15 +56,22 @@ def _pending_log(db: str) -> bool:
         return False
 
 
-def connect(db: str, *, write: bool, timeout: float) -> sqlite3.Connection:
+def connect(db: str, *, write: bool, timeout: float, pooled: bool = False) -> sqlite3.Connection:
     """A connection in autocommit mode (callers BEGIN themselves) that has read the header.
 
     `write`: read-write, or read-only where this user cannot write (writes then fail as
-    READ_ONLY); else read-only. The database must exist. sqlite3.Error on failure."""
+    READ_ONLY); else read-only. `pooled`: handed from thread to thread by a pool that lends it
+    to one thread at a time (api.Store's), so sqlite3's same-thread check is off. The database
+    must exist. sqlite3.Error on failure."""
     import sqlite3  # here: a compile whose file the index rules out never loads it
 
+    same = not pooled
     conn = sqlite3.connect(
-        uri(db, "rw" if write else "ro"), uri=True, timeout=timeout, isolation_level=None
+        uri(db, "rw" if write else "ro"),
+        uri=True,
+        timeout=timeout,
+        isolation_level=None,
+        check_same_thread=same,
     )
     try:
         conn.execute("PRAGMA user_version").fetchone()
@@ -74,7 +81,11 @@ def connect(db: str, *, write: bool, timeout: float) -> sqlite3.Connection:
         if cause(exc) != READ_ONLY or _pending_log(db):
             raise
     conn = sqlite3.connect(
-        uri(db, "ro", immutable=True), uri=True, timeout=timeout, isolation_level=None
+        uri(db, "ro", immutable=True),
+        uri=True,
+        timeout=timeout,
+        isolation_level=None,
+        check_same_thread=same,
     )
     try:
         conn.execute("PRAGMA user_version").fetchone()
