@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from nvcc_opt.search import snapshot
 from nvcc_opt.search.transforms import BY_NAME
+from tests.class_kernels import CLASSES
+from tests.class_kernels import unit as class_unit
 from tests.conftest import needs_nvcc
 
-CLASSES = Path(__file__).parent / "fixtures" / "search_classes"
 FILES = sorted(CLASSES.glob("*.cu"))
 COVERED = tuple(BY_NAME)  # every transform of the registry
 
@@ -27,13 +27,8 @@ def _expected(path: Path, word: str) -> list[str]:
     return []
 
 
-def _unit(path: Path) -> snapshot.Unit:
-    (unit,) = snapshot.file_units("classes", path, CLASSES.parent.parent.parent)
-    return unit
-
-
 def _rewrite(path: Path, name: str) -> str | None:
-    unit = _unit(path)
+    unit = class_unit(path)
     return BY_NAME[name].apply(unit.code, unit.facts)
 
 
@@ -41,7 +36,7 @@ def _rewrite(path: Path, name: str) -> str | None:
 def test_fires_and_refuses_as_the_kernel_says(path: Path) -> None:
     fires, refuses = _expected(path, "fires"), _expected(path, "refuses")
     assert fires or refuses, f"{path.name} names nothing it tests"
-    unit = _unit(path)
+    unit = class_unit(path)
     for name in fires:
         assert BY_NAME[name].apply(unit.code, unit.facts) not in (None, unit.code), name
     for name in refuses:

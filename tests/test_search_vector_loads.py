@@ -9,13 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from nvcc_opt.search import snapshot
 from nvcc_opt.search.transforms import Facts
 from nvcc_opt.search.vector_loads import vector_loads
+from tests.class_kernels import assert_ptx_has
 from tests.conftest import needs_nvcc
-from tests.cuda_programs import ptx_of
 
-CLASSES = Path(__file__).parent / "fixtures" / "search_classes"
 POSITIVE = {
     "vector_saxpy_return.cu": ("ld.global.v4.f32", "st.global.v4.f32"),
     "vector_squared_diff_double.cu": ("ld.global.v2.f64", "st.global.v2.f64"),
@@ -29,13 +27,6 @@ __global__ void add(const float* a, const float* b, float* c, int n) {
 }
 """
 FACTS = Facts(block_sizes={"add": 256}, no_alias=frozenset({"add"}))
-
-
-def _rewrite(name: str) -> str:
-    (unit,) = snapshot.file_units("classes", CLASSES / name, CLASSES.parent.parent.parent)
-    new = vector_loads(unit.code, unit.facts)
-    assert new is not None, name
-    return new
 
 
 def test_the_vector_path_and_the_scalar_tail() -> None:
@@ -89,6 +80,4 @@ def test_what_it_cannot_prove_element_wise_is_refused(facts: Facts, code: str, w
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(POSITIVE))
 def test_nvcc_emits_16_byte_loads_and_stores_for_sm_90(name: str, tmp_path: Path) -> None:
-    text = ptx_of(_rewrite(name), tmp_path)
-    for instruction in POSITIVE[name]:
-        assert instruction in text, (name, instruction)
+    assert_ptx_has(name, vector_loads, POSITIVE[name], tmp_path)

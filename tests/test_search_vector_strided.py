@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from nvcc_opt.search import snapshot
 from nvcc_opt.search.changes import transform_changes
 from nvcc_opt.search.transforms import Facts
 from nvcc_opt.search.vector_strided import vector_loads_strided
+from tests.class_kernels import assert_ptx_has
 from tests.conftest import gpu_available, needs_nvcc
-from tests.cuda_programs import assert_program_passes, ptx_of
+from tests.cuda_programs import assert_program_passes
 
-CLASSES = Path(__file__).parent / "fixtures" / "search_classes"
 POSITIVE = {
     "vstride_axpy_unbraced.cu": ("ld.global.v4.f32", "st.global.v4.f32"),
     "vstride_double_aliases.cu": ("ld.global.nc.v2.f64", "st.global.v2.f64"),
@@ -41,13 +40,6 @@ __global__ void scale(const float* x, float* y, int n, float a) {
 }
 """
 FACTS = Facts(no_alias=frozenset({"scale"}))
-
-
-def _rewrite(name: str) -> str:
-    (unit,) = snapshot.file_units("classes", CLASSES / name, CLASSES.parent.parent.parent)
-    new = vector_loads_strided(unit.code, unit.facts)
-    assert new is not None, name
-    return new
 
 
 def test_vectors_then_the_last_elements_and_the_loop_as_written_when_unaligned() -> None:
@@ -126,9 +118,7 @@ def test_what_it_cannot_prove_element_wise_over_the_grid_is_refused(
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(POSITIVE))
 def test_nvcc_emits_16_byte_loads_and_stores_for_sm_90(name: str, tmp_path: Path) -> None:
-    text = ptx_of(_rewrite(name), tmp_path)
-    for instruction in POSITIVE[name]:
-        assert instruction in text, (name, instruction)
+    assert_ptx_has(name, vector_loads_strided, POSITIVE[name], tmp_path)
 
 
 PROGRAM = """\
