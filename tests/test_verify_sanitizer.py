@@ -16,7 +16,7 @@ import pytest
 from nvcc_opt.config import load
 from nvcc_opt.records import CAVEATS
 from nvcc_opt.verify import final
-from nvcc_opt.verify.kernels import device_only
+from nvcc_opt.verify.kernels import region_kernels
 from nvcc_opt.verify.measure import Build
 from nvcc_opt.workspace.runner import Completed, ScriptedRunner, completed
 
@@ -191,23 +191,26 @@ def test_the_limit_never_exceeds_twenty_run_timeouts(
     assert [c.timeout_s for c in runner.calls] == [600, 600]
 
 
+def alone(original: str, candidate: str) -> frozenset[str] | None:
+    return region_kernels(original, candidate).alone
+
+
 def test_only_regions_of_kernels_alone_are_watched_by_their_kernels() -> None:
     """A `__device__` helper may be called by kernels outside the region, a host function by
     host code, and a macro may hide a launch: then every kernel is watched. Otherwise the
     kernels of both regions (one the candidate dropped or added included)."""
     kernel = "__global__ void k(float* p) { p[threadIdx.x] = 0; }\n"
-    assert device_only(kernel, kernel.replace("void k", "void k2")) == {"k", "k2"}
-    assert device_only(kernel, "namespace n { " + kernel + "}") == {"k"}
+    assert alone(kernel, kernel.replace("void k", "void k2")) == {"k", "k2"}
+    assert alone(kernel, "namespace n { " + kernel + "}") == {"k"}
     helper = "__device__ float h(float x) { return x; }\n"
     assert (
-        device_only(helper, helper.replace("return x", "return x * 2") + "__global__ void z() {}")
-        is None
+        alone(helper, helper.replace("return x", "return x * 2") + "__global__ void z() {}") is None
     )
-    assert device_only(kernel, helper + kernel) is None
-    assert device_only(kernel, "#define L(f) f<<<1, 1>>>()\n" + kernel) is None
-    assert device_only(kernel, kernel + "void launch(float* p) { k<<<1, 32>>>(p); }\n") is None
-    assert device_only(kernel, "__host__ __device__ int f() { return 1; }\n" + kernel) is None
-    assert device_only("int table[4];\n", "int table[4];\n") is None
+    assert alone(kernel, helper + kernel) is None
+    assert alone(kernel, "#define L(f) f<<<1, 1>>>()\n" + kernel) is None
+    assert alone(kernel, kernel + "void launch(float* p) { k<<<1, 32>>>(p); }\n") is None
+    assert alone(kernel, "__host__ __device__ int f() { return 1; }\n" + kernel) is None
+    assert alone("int table[4];\n", "int table[4];\n") is None
 
 
 def test_device_code_alone_is_watched_kernel_by_kernel(

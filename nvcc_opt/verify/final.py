@@ -35,7 +35,7 @@ from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.region import Region
 from nvcc_opt.verify.changed_inputs import StateTimes, changed_input_reasons
 from nvcc_opt.verify.corroborate import Observed
-from nvcc_opt.verify.kernels import RegionKernels, device_only, region_kernels
+from nvcc_opt.verify.kernels import RegionKernels, region_kernels
 from nvcc_opt.verify.measure import Build, check, run_once, uncontained
 from nvcc_opt.verify.state import state_check
 from nvcc_opt.verify.verdict import Verdict
@@ -65,7 +65,6 @@ def verify_code(
     notes: list[str] = []
     kernels = region_kernels(region.text, code)
     checks = FinalChecks(config, runner, bench.gpu, notes, bench.channel, kernels)
-    checks.watch = device_only(region.text, code)  # kernels alone: only they changed
     try:
         # every pair timed: a speedup found while exploring is never dropped by the early stop
         verdict = bench.evaluate(
@@ -113,7 +112,6 @@ class FinalChecks:
     channel: Callable[[], Path | None] | None = None
     kernels: RegionKernels | None = None
     times: list[StateTimes] = field(default_factory=list)  # the state check's, for after_timing
-    watch: frozenset[str] | None = None  # the kernels the sanitizer checks (None: every one)
 
     def __call__(self, base: Build, cand: Build) -> list[str]:
         config, runner, gpu, notes = self.config, self.runner, self.gpu, self.notes
@@ -123,7 +121,8 @@ class FinalChecks:
             problems = state_check(
                 config, runner, base, cand, gpu, library, self.kernels, notes, self.times
             )
-        return problems or _sanitize(config, runner, base, cand, gpu, notes, self.watch)
+        alone = self.kernels.alone if self.kernels is not None else None  # only they changed
+        return problems or _sanitize(config, runner, base, cand, gpu, notes, alone)
 
     def after_timing(
         self, baseline: Sequence[Observed], candidate: Sequence[Observed]
@@ -166,7 +165,7 @@ def _sanitize(
     errors reject it; a run that fails under the sanitizer where the original too fails is an
     `unmeasured:` caveat (review asks for --force); a failure the original does not have
     rejects it. `only`: the kernels to watch, where nothing else changed
-    (verify/kernels.device_only); None watches every kernel.
+    (verify/kernels.RegionKernels.alone); None watches every kernel.
 
     Time is bounded ([verify] sanitizer_timeout_s). A candidate that does not finish under the
     tool where the original does is rejected (it behaves differently when watched). Where the

@@ -24,6 +24,13 @@ class RegionKernels:
     original: frozenset[str]  # the original region's kernels
     candidate: frozenset[str]  # the candidate's
     each_launch_a_call: bool  # the region has no host code: every launch of it is one call
+    # The kernels of both regions when both are kernels alone: every function they define is
+    # `__global__` (a `__device__` helper may be called by kernels outside the region, and a
+    # `__host__` one, the default, by host code), neither launches a kernel, and neither
+    # defines a macro (which could hide a launch). Then the only code that changed runs inside
+    # those kernels, so compute-sanitizer may watch only them. None otherwise, or when neither
+    # region defines a kernel.
+    alone: frozenset[str] | None = None
 
     def of(self, which: str) -> frozenset[str]:
         """ "A" (the baseline) or "B" (the candidate)."""
@@ -31,35 +38,29 @@ class RegionKernels:
 
 
 def region_kernels(original: str, candidate: str) -> RegionKernels:
-    defined_a, launched_a = _kernels(original)
-    defined_b, launched_b = _kernels(candidate)
-    return RegionKernels(defined_a | launched_a, defined_b | launched_b, not launched_a)
+    """The kernels of both regions, each parsed once.
 
-
-def device_only(original: str, candidate: str) -> frozenset[str] | None:
-    """The kernels of both regions when both are kernels alone: every function they define is
-    `__global__` (a `__device__` helper may be called by kernels outside the region, and a
-    `__host__` one, the default, by host code), neither launches a kernel, and neither defines
-    a macro (which could hide a launch). Then the only code that changed runs inside those
-    kernels, so a check of the candidate (compute-sanitizer) may watch only them. None
-    otherwise, or when neither region defines a kernel.
-
-    >>> sorted(device_only("__global__ void k(float* p) {}", "__global__ void j(float* p) {}"))
+    >>> sorted(region_kernels("__global__ void k(float* p) {}", "__global__ void j() {}").alone)
     ['j', 'k']
-    >>> device_only("void host() { k<<<1, 1>>>(); }", "void host() { k<<<1, 1>>>(); }") is None
-    True
-    >>> device_only("__global__ void k() {}", "__device__ int f() { return 1; }") is None
-    True
+    >>> region_kernels("void host() { k<<<1, 1>>>(); }", "void host() { k<<<1, 1>>>(); }").alone
+    >>> region_kernels("__global__ void k() {}", "__device__ int f() { return 1; }").alone
     """
-    kernels: set[str] = set()
-    for code in (original, candidate):
-        functions = _functions(code)
-        if _launches(code) or _MACRO.search(code):
-            return None
-        if any(f.spaces != {"__global__"} for f in functions):
-            return None
-        kernels |= {f.name.split("::")[-1] for f in functions}
-    return frozenset(kernels) or None
+    (functions_a, launched_a), (functions_b, launched_b) = _read(original), _read(candidate)
+    defined_a, defined_b = _kernels(functions_a), _kernels(functions_b)
+    hidden = launched_a or launched_b or _MACRO.search(original) or _MACRO.search(candidate)
+    kernels_only = all(f.spaces == {"__global__"} for f in (*functions_a, *functions_b))
+    alone = ((defined_a | defined_b) or None) if kernels_only and not hidden else None
+    return RegionKernels(defined_a | launched_a, defined_b | launched_b, not launched_a, alone)
+
+
+def _read(code: str) -> tuple[list[Function], frozenset[str]]:
+    """(the functions `code` defines, the kernels it launches by base name)."""
+    return _functions(code), _launches(code)
+
+
+def _kernels(functions: list[Function]) -> frozenset[str]:
+    """The `__global__` ones of `functions`, by base name."""
+    return frozenset(f.name.split("::")[-1] for f in functions if "__global__" in f.spaces)
 
 
 def _functions(code: str) -> list[Function]:
@@ -69,13 +70,6 @@ def _functions(code: str) -> list[Function]:
         [Tok(kind, src[a:b].decode("utf-8", "replace"), 0) for kind, a, b in tokens]
     )
     return list(Outline(toks).functions)
-
-
-def _kernels(code: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(kernels defined, kernels launched) in `code`, by base name."""
-    functions = _functions(code)
-    defined = frozenset(f.name.split("::")[-1] for f in functions if "__global__" in f.spaces)
-    return defined, _launches(code)
 
 
 def _launches(code: str) -> frozenset[str]:
