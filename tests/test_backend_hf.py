@@ -124,3 +124,38 @@ def test_smollm2_in_the_loop_ends_honestly_with_a_trace(smol: HFModel, tmp_path:
         assert step["raw"]["chat_template"] == TEMPLATE_NAME
     assert trace.outcome is not None and trace.outcome["reason"] == outcome.reason
     assert json.loads(trace_path.read_text())["outcome"]["turns"] == outcome.turns
+
+
+def long_conversation(result_chars: int) -> list[dict[str, str]]:
+    """A conversation with two old tool results of `result_chars` characters and a short one."""
+    call = '<tool_call>\n{"name": "list_dir", "arguments": {}}\n</tool_call>'
+    messages = [{"role": "user", "content": "Look around."}]
+    for content in ("alpha " * (result_chars // 6), "beta " * (result_chars // 5), "gamma"):
+        messages += [{"role": "assistant", "content": call}, {"role": "tool", "content": content}]
+    return messages
+
+
+@pytest.mark.slow
+@needs_models
+def test_smollm2_elides_the_oldest_results_to_fit_its_context(smol: HFModel) -> None:
+    """SmolLM2 reads garbage past its 8,192 tokens; the backend elides the oldest tool results
+    (agent.context) rather than overflow, and the reply says how many it did."""
+    assert smol.context_tokens() == 8192  # the GGUF's own context, from its config
+    messages = long_conversation(6000)  # ~1,000 tokens in each of the two old results
+    whole = smol.count(smol.render(messages, []))
+    smol.context = whole + MAX_NEW - 500  # room for all but about half of one old result
+    try:
+        reply = smol.complete(messages, [])
+        assert reply.raw["elided_tool_results"] == 1
+        assert reply.prompt_tokens + MAX_NEW <= smol.context
+        smol.context = whole + MAX_NEW
+        assert smol.complete(messages, []).raw["elided_tool_results"] == 0
+        smol.context = 200  # not even the user prompt and the newest result fit
+        with pytest.raises(ModelError, match="every older tool result elided; the context is 200"):
+            smol.complete(messages, [])
+    finally:
+        smol.context = None
+
+
+def test_hf_spec_takes_a_context() -> None:
+    assert hf_local.from_spec("/models/x?context=4096").context == 4096

@@ -198,3 +198,33 @@ def test_a_conversation_longer_than_max_length_is_left_out_never_cut(
     last = result.output.strip().splitlines()[-1]  # after the tokenizer's progress lines
     assert last.startswith("Error: ") and "every conversation is longer than --max-length" in last
     assert not none.exists()
+
+
+def test_older_tool_results_give_way_to_fit_max_length(
+    made: dict[str, Any], tmp_path: Path
+) -> None:
+    """A teacher's conversation longer than the student's context keeps its final answer: its
+    oldest tool results are elided, by the rule the hf backend applies at inference."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(made["student"])
+    row = json.loads(json.dumps(made["rows"][0]))
+    first_result = next(i for i, m in enumerate(row["messages"]) if m["role"] == "tool")
+    row["messages"][first_result]["content"] = "kernel.cu\n" * 400
+    dataset = tmp_path / "long.jsonl"
+    write_dataset([row, *made["rows"][1:]], dataset)
+    whole = len(tokenizer(rendered(row))["input_ids"])
+    longest_other = max(len(tokenizer(rendered(r))["input_ids"]) for r in made["rows"][1:])
+    limit = max(whole - 300, longest_other)  # the 400 lines must go; the others fit as they are
+    assert limit < whole
+
+    out = tmp_path / "out"
+    result = sft(
+        dataset, "--student", made["student"], "--out", out, "--max-steps", "1",
+        "--max-length", str(limit),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "1 of 3 conversations had older tool results elided" in result.output
+    log = json.loads((out / TRAIN_LOG).read_text())
+    assert log["elided_tool_results"] == [1, 0, 0]
+    assert log["left_out_longer_than_max_length"] == []

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from nvcc_opt_train.conversations import read_dataset
+from nvcc_opt_train.conversations import fit_rows, read_dataset
 from nvcc_opt_train.provenance import check_source
 from nvcc_opt_train.student import StudentError, check_student, refuse_nonempty
 
@@ -43,7 +43,9 @@ class SFTSettings:
     lr: float = 2e-5  # peak learning rate (LoRA usually wants ~1e-4 or more)
     batch: int = 1  # conversations per device per forward pass
     grad_accum: int = 1  # forward passes per optimizer step
-    max_length: int | None = 8192  # tokens per conversation; longer ones are left out, not cut
+    # tokens per conversation: older tool results are elided to fit; what still does not fit is
+    # left out, never cut
+    max_length: int | None = 8192
     lora: bool = False  # train LoRA adapters (peft) and merge them into the saved weights
     seed: int = 0
     activation_checkpointing: bool = False  # recompute activations: less memory, slower steps
@@ -84,6 +86,15 @@ def train_sft(
         )
     if settings.lora:
         _require("peft", "--lora needs peft: pip install peft")
+    elided: list[int] = []
+    if settings.max_length is not None:
+        rows, elided = fit_rows(rows, _length(tokenizer), settings.max_length)
+        if any(elided):
+            warn(
+                f"{sum(1 for n in elided if n)} of {len(rows)} conversations had older tool "
+                f"results elided to fit --max-length {settings.max_length} tokens "
+                f"({sum(elided)} results in all), as the model backend does at inference"
+            )
     work = Path(tempfile.mkdtemp(dir=_existing_parent(out), prefix=f".{out.name}.sft-"))
     try:
         began = time.monotonic()
@@ -97,6 +108,7 @@ def train_sft(
             "student": str(student),
             "source": str(source) if source else "unchecked (--unchecked-source)",
             "conversations": len(rows),
+            "elided_tool_results": elided,  # per conversation, to fit max_length
             "left_out_longer_than_max_length": left_out,  # their lengths in tokens
             "settings": asdict(settings),
             "seconds": seconds,
@@ -157,11 +169,22 @@ def _trainer(
     )
 
 
+def _length(tokenizer: Any) -> Callable[[list[dict[str, Any]], list[dict[str, Any]]], int]:
+    """Tokens in a conversation as the student's chat template renders it."""
+
+    def length(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+        text = tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=False)
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    return length
+
+
 def _leave_out_long(
     trainer: Any, max_length: int | None, rows: int, dataset: Path, warn: Callable[[str], None]
 ) -> list[int]:
-    """Leave out of `trainer`'s data the conversations longer than `max_length` tokens, as the
-    student's template renders them, and return their lengths. trl would cut them at the end,
+    """Leave out of `trainer`'s data the conversations longer than `max_length` tokens as trl
+    tokenized them (those that eliding older tool results could not fit), and return their
+    lengths. trl would cut them at the end,
     and the end of a teacher's conversation is its final answer: the turn the student most needs
     (a 9,602-token trace of the search policy on an H100 lost all of its final answer at 8,192).
     TooLong when none is left."""

@@ -37,8 +37,9 @@ DEFAULTS = SFTSettings()
     type=click.IntRange(min=16),
     default=DEFAULTS.max_length,
     show_default=True,
-    help="Tokens per conversation; a longer one is left out (cutting it would cut its final "
-    "answer), with a warning.",
+    help="Tokens per conversation. A longer one has its oldest tool results elided until it fits "
+    "(as the model backend does at inference); one that still does not fit is left out, since "
+    "cutting it would cut its final answer.",
 )
 @click.option("--lora", is_flag=True, help="Train LoRA adapters (peft), merged before saving.")
 @click.option("--seed", type=int, default=DEFAULTS.seed, show_default=True)

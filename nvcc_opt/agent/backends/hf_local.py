@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from nvcc_opt.agent.backends.templates import HERMES_TOOLS_TEMPLATE, TEMPLATE_NAME
+from nvcc_opt.agent.context import fit
 from nvcc_opt.agent.model import ModelError, Reply
 
 INSTALL_HINT = "pip install torch transformers gguf accelerate"
@@ -38,6 +39,7 @@ def _flag(text: str) -> bool:
 _SPEC_OPTIONS: dict[str, Callable[[str], Any]] = {
     "device": str,
     "max_new_tokens": int,
+    "context": int,
     "temperature": float,
     "allow_download": _flag,
 }
@@ -54,6 +56,7 @@ class HFModel:
         max_new_tokens: int = 512,
         temperature: float = 0.0,
         allow_download: bool = False,
+        context: int | None = None,
     ) -> None:
         where = Path(path).expanduser()
         if gguf_file is None and where.suffix == ".gguf" and where.is_file():
@@ -64,6 +67,7 @@ class HFModel:
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.allow_download = allow_download
+        self.context = context  # tokens, prompt and reply; None: the model's own (its config)
         self.name = f"hf:{self.path}" + (f"#{gguf_file}" if gguf_file else "")
         self.template: str | None = None  # None: the model's own; set when that drops tools
         self._tokenizer: Any = None
@@ -77,7 +81,7 @@ class HFModel:
         self.load()
         import torch  # type: ignore[import-not-found, unused-ignore]
 
-        prompt = self.render(messages, tools)
+        prompt, elided = self._within_context(messages, tools)
         inputs = self._tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
         inputs = inputs.to(self._model.device)
         sampling: dict[str, Any] = {"do_sample": False}
@@ -103,11 +107,40 @@ class HFModel:
             raw={
                 "finish_reason": "length" if new.shape[0] >= self.max_new_tokens else "stop",
                 "chat_template": self.template_name,
+                "elided_tool_results": elided,  # older results left out to fit the context
                 # where it ran: a turn's time (the trace's model_s) reads differently on a CPU
                 "device": str(self._model.device),
                 "dtype": str(self._model.dtype).removeprefix("torch."),
             },
         )
+
+    def _within_context(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> tuple[str, int]:
+        """The prompt, with the oldest tool results elided where the whole conversation and
+        `max_new_tokens` would not fit the context (`agent.context`), and how many were."""
+        room = self.context_tokens() - self.max_new_tokens
+        fitted, elided, ok = fit(messages, lambda ms: self.count(self.render(ms, tools)) <= room)
+        prompt = self.render(fitted, tools)
+        if not ok:
+            raise ModelError(
+                f"{self.name}: the conversation is {self.count(prompt)} tokens with every older "
+                f"tool result elided; the context is {self.context_tokens()} tokens, "
+                f"{self.max_new_tokens} of them kept for the reply (max_new_tokens)"
+            )
+        return prompt, elided
+
+    def count(self, text: str) -> int:
+        """Tokens in `text` as the prompt is tokenized."""
+        self.load()
+        return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def context_tokens(self) -> int:
+        """The context: `?context=N`, else the model's `max_position_embeddings`, else 8,192."""
+        if self.context is not None:
+            return self.context
+        self.load()
+        return int(getattr(self._model.config, "max_position_embeddings", None) or 8192)
 
     @property
     def template_name(self) -> str:
@@ -187,7 +220,7 @@ def renders_tools(tokenizer: Any) -> bool:
 
 
 def from_spec(rest: str) -> HFModel:
-    """`PATH[#FILE.gguf][?device=D&max_new_tokens=N&temperature=T&allow_download=1]`."""
+    """`PATH[#FILE.gguf][?device=D&max_new_tokens=N&context=N&temperature=T&allow_download=1]`."""
     target, _, query = rest.partition("?")
     path, _, gguf_file = target.partition("#")
     if not path.strip():

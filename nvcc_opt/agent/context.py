@@ -1,0 +1,75 @@
+"""A conversation within a model's context: the oldest tool results give way first.
+
+A small model's context (SmolLM2-135M: 8,192 tokens) holds the system prompt with the tool
+schemas, the region, and a handful of tool results; a teacher's conversation grows past it (a
+search-policy trace on a HeCBench problem counted 9,602 tokens, its final answer starting at
+token 8,775). Cutting the end loses the answer, and a model fed a prompt longer than its context
+reads garbage. So the content of the oldest tool results is replaced by a note saying so, as few
+of them as it takes, oldest first; the system prompt, the user prompt, every assistant turn and
+the newest tool result stay whole. The model sees the note and may call the tool again.
+
+One rule for both sides of distillation: the in-process backend applies it to the prompt it is
+about to send (`hf_local`), and `train sft` applies it to each conversation before training, so
+a student learns on the same kind of conversation it will later see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+ELIDED = (
+    "[this tool result ({chars} characters) was elided to fit the model's context; "
+    "call the tool again to see it]"
+)
+
+
+def _note(message: dict[str, Any]) -> str:
+    return ELIDED.format(chars=len(str(message.get("content") or "")))
+
+
+def elidable(messages: list[dict[str, Any]]) -> list[int]:
+    """The indexes of the tool results that may give way, oldest first: all but the newest, and
+    only those at least twice as long as the note that would replace them (eliding never
+    lengthens a conversation, and a short result is worth keeping)."""
+    tools = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
+    return [
+        i
+        for i in tools[:-1]
+        if len(str(messages[i].get("content") or "")) > 2 * len(_note(messages[i]))
+    ]
+
+
+def elide(messages: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """`messages` with the content of the `count` oldest elidable tool results replaced by the
+    note (new dicts for those; the others are the same objects)."""
+    chosen = set(elidable(messages)[:count])
+    return [{**m, "content": _note(m)} if i in chosen else m for i, m in enumerate(messages)]
+
+
+def fit(
+    messages: list[dict[str, Any]], fits: Callable[[list[dict[str, Any]]], bool]
+) -> tuple[list[dict[str, Any]], int, bool]:
+    """The fewest oldest tool results elided so that `fits(messages)`: (messages, how many were
+    elided, whether it fits). When even all elidable results elided do not fit, that most elided
+    conversation comes back with False, for the caller to refuse. `fits` is asked O(log n) times
+    (it tokenizes the whole conversation): eliding more never makes a conversation longer.
+
+    >>> msgs = [{"role": "user", "content": "u"}] + [
+    ...     {"role": "tool", "content": "x" * 1000} for _ in range(3)]
+    >>> short, n, ok = fit(msgs, lambda ms: sum(len(m["content"]) for m in ms) < 2500)
+    >>> n, ok, short[1]["content"][:36], short[3] is msgs[3]
+    (1, True, '[this tool result (1000 characters) ', True)
+    """
+    if fits(messages):
+        return messages, 0, True
+    low, high = 1, len(elidable(messages))  # the answer lies in [low, high], if anywhere
+    if high == 0 or not fits(elide(messages, high)):
+        return elide(messages, high), high, False
+    while low < high:
+        middle = (low + high) // 2
+        if fits(elide(messages, middle)):
+            high = middle
+        else:
+            low = middle + 1
+    return elide(messages, low), low, True

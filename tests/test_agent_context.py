@@ -1,0 +1,78 @@
+"""agent/context.py: which tool results give way when a conversation outgrows a context."""
+
+from __future__ import annotations
+
+import doctest
+from typing import Any
+
+from nvcc_opt.agent import context
+from nvcc_opt.agent.context import elidable, fit
+
+
+def conversation(*results: int) -> list[dict[str, Any]]:
+    """system, user, then per result an assistant call and a tool result of that many chars."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "s" * 3000},
+        {"role": "user", "content": "u" * 3000},
+    ]
+    for n, size in enumerate(results):
+        messages.append({"role": "assistant", "content": f"call {n} " + "a" * 500})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": str(n) * size})
+    messages.append({"role": "assistant", "content": "final " + "f" * 2000})
+    return messages
+
+
+def chars(messages: list[dict[str, Any]]) -> int:
+    return sum(len(m["content"]) for m in messages)
+
+
+def test_what_fits_comes_back_unchanged() -> None:
+    messages = conversation(2000, 2000)
+    fitted, count, ok = fit(messages, lambda ms: True)
+    assert (fitted, count, ok) == (messages, 0, True) and fitted is messages
+
+
+def test_the_fewest_oldest_results_give_way_and_nothing_else() -> None:
+    messages = conversation(2000, 3000, 4000, 5000)
+    budget = chars(messages) - 4000  # two old results must go: 2000 + 3000 > 4000 > 2000
+    fitted, count, ok = fit(messages, lambda ms, b=budget: chars(ms) <= b)
+    assert (count, ok) == (2, True)
+    changed = [i for i, (a, b) in enumerate(zip(messages, fitted, strict=True)) if a != b]
+    assert changed == [3, 5]  # the two oldest tool results
+    assert fitted[3]["content"].startswith("[this tool result (2000 characters) was elided")
+    assert fitted[3]["tool_call_id"] == "c0" and fitted[3]["role"] == "tool"
+    assert fitted[-1] is messages[-1]  # the final answer, whole
+    assert fitted[-2] is messages[-2]  # the newest result, whole
+
+
+def test_the_count_is_the_least_that_fits_for_every_budget() -> None:
+    messages = conversation(1000, 2000, 3000, 4000, 5000, 6000)
+    total = chars(messages)
+    for budget in range(total - 16000, total + 1, 500):
+        fitted, count, ok = fit(messages, lambda ms, b=budget: chars(ms) <= b)
+        linear = next(
+            (k for k in range(len(elidable(messages)) + 1)
+             if chars(context.elide(messages, k)) <= budget),
+            None,
+        )  # fmt: skip
+        assert ok == (linear is not None)
+        if ok:
+            assert count == linear and chars(fitted) <= budget
+
+
+def test_the_newest_result_and_short_results_never_give_way() -> None:
+    messages = conversation(20, 5000)  # a short old result, and a long newest one
+    assert elidable(messages) == []
+    fitted, count, ok = fit(messages, lambda ms: chars(ms) < 100)
+    assert (count, ok) == (0, False) and fitted == messages
+
+
+def test_when_nothing_fits_the_most_elided_comes_back_refused() -> None:
+    messages = conversation(4000, 4000, 100)
+    fitted, count, ok = fit(messages, lambda ms: chars(ms) < 1000)
+    assert (count, ok) == (2, False)
+    assert all(m["content"].startswith("[this tool result") for m in (fitted[3], fitted[5]))
+
+
+def test_the_doctests() -> None:
+    assert doctest.testmod(context).failed == 0
