@@ -6,6 +6,7 @@ launcher's hot path needs live in `values.py` (no dataclasses: start-up time) an
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -83,11 +84,30 @@ class Decision:
     forced: bool = False
 
 
-# Reason lines that say what a verification could not establish on its machine: a run not
-# contained (its processes could outlive it, or it could write what it must not), no channel
-# measuring the runs. Kept with the reasons; accepting needs --force while the latest
-# verification has one, even when it passed.
-CAVEATS = ("uncontained:", "unmeasured:")
+# Reason lines that say what a verification could not establish on its machine. Kept with the
+# reasons; accepting needs --force while the latest verification has one, even when it passed.
+# - `unavailable:` this machine lacks a tool (no GPU, no compute-sanitizer, no channel library):
+#   the same for the original and every candidate, so no candidate can steer into it;
+# - `unmeasured:` a check that did not complete for this verification (the sanitizer over the
+#   first launches only, the state check not run, the baseline's channel reports missing);
+# - `uncontained:` a run not contained (its processes could outlive it, or it could write what
+#   it must not).
+MACHINE_CAVEAT = "unavailable:"
+RUN_CAVEATS = ("uncontained:", "unmeasured:")
+CAVEATS = (*RUN_CAVEATS, MACHINE_CAVEAT)
+
+
+def unestablished(reasons: Iterable[str]) -> tuple[str, ...]:
+    """The reason lines of RUN_CAVEATS. A verification with one never credits a speedup where
+    one is counted (training rewards, collect's filter, evaluations, bench reports): a check
+    that did not complete for this run is where a cheat would hide. (What the machine lacks,
+    `unavailable:`, is the operator's to see: review still asks --force for it.)
+
+    >>> unestablished(["improved", "unmeasured: compute-sanitizer took too long",
+    ...                "unavailable: no GPU here"])
+    ('unmeasured: compute-sanitizer took too long',)
+    """
+    return tuple(r for r in reasons if r.startswith(RUN_CAVEATS))
 
 
 @dataclass(frozen=True)

@@ -147,8 +147,8 @@ def summary(rewrite: Rewrite) -> dict[str, object]:
 
 
 def caveats(rewrite: Rewrite) -> tuple[str, ...]:
-    """What the latest verification could not establish (its `uncontained:`, `unmeasured:`
-    lines); () when never verified."""
+    """What the latest verification could not establish (its `unavailable:`, `unmeasured:`,
+    `uncontained:` lines); () when never verified."""
     last = rewrite.last_verification
     return () if last is None else last.caveats
 

@@ -24,12 +24,14 @@ def _cli(exe: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def accept_despite_caveats(exe: str, rewrite: str, cwd: Path) -> bool:
     """Accepts a verified rewrite; where the verification could not be measured or contained
-    here (no GPU: `unmeasured:`), the plain accept must be refused naming the caveat and --force
+    here (no GPU: `unavailable:`), the plain accept must be refused naming the caveat and --force
     must then accept it. True when --force was needed."""
     plain = _cli(exe, "review", "--accept", rewrite, cwd=cwd)
     if plain.returncode == 0:
         return False
-    assert "unmeasured:" in plain.stderr or "uncontained:" in plain.stderr, plain.stderr
+    assert any(c in plain.stderr for c in ("unavailable:", "unmeasured:", "uncontained:")), (
+        plain.stderr
+    )
     assert "--force" in plain.stderr, plain.stderr
     forced = _cli(exe, "review", "--accept", rewrite, "--force", cwd=cwd)
     assert forced.returncode == 0, forced.stderr

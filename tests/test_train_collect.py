@@ -236,6 +236,23 @@ def test_the_filter_keeps_only_a_verified_stored_speedup_above_one() -> None:
     assert verdict(_result(status="error", rewrite_id=None, outcome="error")) == "error"
 
 
+@pytest.mark.parametrize(
+    "note",
+    [
+        "unmeasured: compute-sanitizer racecheck passed the candidate over its first 8 launches",
+        "unmeasured: the runtime state check did not run (no channel report)",
+        "uncontained: subreaper; a process outlived the run",
+    ],
+)
+def test_a_speedup_whose_checks_did_not_complete_is_never_kept(note: str) -> None:
+    """A check that did not complete for this candidate is where a cheat would hide: the
+    run is dropped whatever its speedup; what the machine lacks (`unavailable:`) is the same
+    for every candidate and does not drop it."""
+    assert verdict(_result(reasons=("faster: 1.5x", note))) == "caveat"
+    missing = "unavailable: compute-sanitizer did not run (it or a GPU is missing here)"
+    assert verdict(_result(reasons=("faster: 1.5x", missing))) == KEPT
+
+
 # --- runs: resumable, --within ------------------------------------------------------------
 
 

@@ -265,3 +265,12 @@ def test_compare_says_when_rows_measured_different_runs(tmp_path: Path) -> None:
     text = render_comparison([teacher, student])
     assert text.startswith(render_table([teacher, student]))
     assert "**The rows do not measure the same runs:**\n- student: 2 runs not done" in text
+
+
+def test_a_stored_speedup_whose_checks_did_not_complete_is_not_credited() -> None:
+    partial = "unmeasured: the runtime state check did not run (no channel report)"
+    e = evaluate(
+        [(_result(speedup=3.0, reasons=("faster: 3x", partial)), None)],
+        model="m", problems="s", split="eval", problem_runs=1,
+    )  # fmt: skip
+    assert e.improved == 0 and e.geomean_speedup == 1.0 and e.mean_speedup_failures_zero == 1.0

@@ -56,6 +56,15 @@ def test_r_perf_follows_the_verdict(
     assert perf_of(judged(status, base, cand)) == pytest.approx(expected)
 
 
+def test_a_speedup_whose_checks_did_not_complete_is_not_rewarded() -> None:
+    """A policy rewarded where a check could not complete learns to steer there."""
+    partial = ["faster: 3x", "unmeasured: compute-sanitizer memcheck passed the candidate over "
+               "its first 8 launches"]  # fmt: skip
+    assert perf_of(judged("improved", 3.0, 1.0, partial)) == -1.0
+    missing = ["faster: 3x", "unavailable: no GPU here, so nvcc-opt's own GPU measurement is off"]
+    assert perf_of(judged("improved", 3.0, 1.0, missing)) == pytest.approx(2.0)
+
+
 def test_no_final_answer_is_minus_two_and_tool_share_is_half_the_unique_share() -> None:
     assert perf_of(None) == -2.0
     assert r_perf(True, 1.0, 0.25) == 3.0

@@ -12,11 +12,11 @@ from typing import Any
 
 from nvcc_opt.agent.trace import TraceError, load_trace
 from nvcc_opt.bench.results import (
-    PROPOSED,
     REASON_CHARS,
     KernelRun,
     Tried,
     classify,
+    credited,
     first_line,
     short_reason,
 )
@@ -85,7 +85,7 @@ def kernel_runs(
                 region=str(d.get("region", "")),
                 run=run,
                 status=status,
-                speedup=float(d.get("speedup") or 1.0) if status == PROPOSED else 1.0,
+                speedup=float(d.get("speedup") or 1.0) if credited(status, reasons) else 1.0,
                 baseline_ms=float(baseline) if isinstance(baseline, int | float) else None,
                 wall_s=float(wall) if isinstance(wall, int | float) else None,
                 stopped=str(d.get("stopped", "")),

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from nvcc_opt.records import unestablished
+
 IMPROVED_AT = 1.05
 
 
@@ -205,9 +207,11 @@ def is_wrong(reasons: Iterable[str]) -> bool:
 
 def classify(status: str, reasons: Sequence[str]) -> str:
     """What became of one final answer: proposed, wrong final, guard, build failed, held for
-    review, no answer, no improvement, or error."""
+    review, no answer, no improvement, or error. A proposed rewrite whose verification has a
+    caveat (`records.unestablished`: a check it could not make) is held for review: its speedup is
+    not established, and accepting it needs --force."""
     if status == PROPOSED:
-        return "proposed"
+        return "held for review" if unestablished(reasons) else "proposed"
     if status != KEPT:
         return "error"
     codes = [reason_code(r) for r in reasons]
@@ -230,10 +234,17 @@ def classify(status: str, reasons: Sequence[str]) -> str:
 PAPER_FAILURES = frozenset({"wrong final", "build failed", "guard", "no answer", "error"})
 
 
+def credited(status: str, reasons: Iterable[str]) -> bool:
+    """Whether a run's verified speedup counts: proposed, with no caveat."""
+    return status == PROPOSED and not unestablished(reasons)
+
+
 def paper_speedup(run: KernelRun) -> float:
     """The paper's number for one run (Fig. 1: failures at 0)."""
-    if run.status == PROPOSED:
+    if credited(run.status, run.reasons):
         return run.speedup
+    if run.status == PROPOSED:
+        return 1.0  # correct as far as it was checked; its speedup not established
     if run.status != KEPT or run.outcome in PAPER_FAILURES:
         return 0.0
     return 1.0

@@ -23,6 +23,7 @@ from nvcc_opt.bench.results import (
     KernelRow,
     KernelRun,
     Overall,
+    credited,
     geomean,
     reason_code,
     what_changed,
@@ -39,7 +40,7 @@ def summarize_kernel(kernel: Kernel, runs: Sequence[KernelRun], n_runs: int) -> 
     runs = finished
     done = [r for r in runs if r.status != "error"]
     failed = [r for r in runs if r.status == "error"]
-    proposed = [r for r in done if r.status == PROPOSED]
+    proposed = [r for r in done if credited(r.status, r.reasons)]
     best = max(proposed, key=lambda r: r.speedup, default=None)
     speedup = best.speedup if best is not None else 1.0
     improved = speedup >= IMPROVED_AT

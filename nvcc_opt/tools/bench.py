@@ -136,17 +136,17 @@ class Benchmark:
         return self._code
 
     def channel(self) -> Path | None:
-        """The channel library, built once per machine; None (and an `unmeasured:` note) where
+        """The channel library, built once per machine; None (and an `unavailable:` note) where
         there is no GPU to run it or it cannot be built."""
         if not self._channel_tried:
             self._channel_tried = True
             if shutil.which("nvidia-smi") is None:
-                self._note("unmeasured: no GPU here, so nvcc-opt's own GPU measurement is off")
+                self._note("unavailable: no GPU here, so nvcc-opt's own GPU measurement is off")
             else:
                 try:
                     self._channel = channel_build.library(ProcessRunner())
                 except channel_build.ChannelUnavailable as exc:
-                    self._note(f"unmeasured: nvcc-opt's own GPU measurement is off ({exc})")
+                    self._note(f"unavailable: nvcc-opt's own GPU measurement is off ({exc})")
         return self._channel
 
     def _note(self, note: str) -> None:

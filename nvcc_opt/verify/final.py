@@ -6,12 +6,14 @@ paired runs (`[run] final_repeats`), the full checks, inputs never shown while e
 inputs changed between them, compared element by element with the original's; and, once timed,
 the speedup on those inputs against the timed runs', verify/changed_inputs.py), and
 compute-sanitizer memcheck and racecheck, on the region's kernels alone where the region is
-kernels alone, in a bounded time (missing, too slow or failing on the original too, or passed over
-the first launches only: an `unmeasured:` note).
+kernels alone, in a bounded time (too slow or failing on the original too, or passed over the
+first launches only: an `unmeasured:` note; missing here: an `unavailable:` note).
 
-What could not be checked on this machine is a note, kept with the verification: `unmeasured:`
-(no channel: no CUPTI, no GPU) and `uncontained:` (runs not contained) notes make `review` ask
-for --force, as an unverified rewrite does.
+What could not be checked is a note, kept with the verification (`records.CAVEATS`):
+`unavailable:` (this machine lacks the tool: no GPU, no compute-sanitizer, no channel),
+`unmeasured:` (a check that did not complete for this run) and `uncontained:` (runs not
+contained) make `review` ask for --force, as an unverified rewrite does; the last two also keep
+the speedup from being credited anywhere it is counted (`records.unestablished`).
 """
 
 from __future__ import annotations
@@ -178,7 +180,7 @@ def _sanitize(
     sanitizer = shutil.which("compute-sanitizer")
     if sanitizer is None or shutil.which("nvidia-smi") is None:
         notes.append(
-            "unmeasured: compute-sanitizer did not run (it or a GPU is missing here), so the "
+            "unavailable: compute-sanitizer did not run (it or a GPU is missing here), so the "
             "candidate's memory accesses and races were not checked"
         )
         return []

@@ -24,6 +24,7 @@ from typing import Any
 from nvcc_opt.agent.trace import TraceError, load_trace
 from nvcc_opt.bench.options import Options
 from nvcc_opt.bench.results import PROPOSED
+from nvcc_opt.records import unestablished
 from nvcc_opt_train.conversations import conversation, write_dataset
 from nvcc_opt_train.exclusion import require_exclusion
 from nvcc_opt_train.problemset import ProblemSet, write_atomic
@@ -50,12 +51,14 @@ class CollectError(RuntimeError):
 def verdict(result: RegionResult) -> str:
     """KEPT, or the class of reason the filter drops a region's run: the outcome of its final
     answer (no answer, build failed, wrong final, guard, no improvement, held for review,
-    error), "not stored" (proposed without a rewrite id in the store), "not faster", or
-    "no trace"."""
+    error), "not stored" (proposed without a rewrite id in the store), "caveat" (its
+    verification could not make a check: `records.unestablished`), "not faster", or "no trace"."""
     if result.status != PROPOSED:
         return result.outcome or "error"
     if result.rewrite_id is None:
         return "not stored"
+    if unestablished(result.reasons):
+        return "caveat"
     if not result.speedup > 1.0:
         return "not faster"
     if not result.trace:

@@ -28,7 +28,7 @@ from typing import Any
 
 from nvcc_opt.agent.trace import Trace, TraceError, load_trace
 from nvcc_opt.bench.options import Options
-from nvcc_opt.bench.results import IMPROVED_AT, PROPOSED, geomean
+from nvcc_opt.bench.results import IMPROVED_AT, PROPOSED, credited, geomean
 from nvcc_opt_train.problemset import SPLITS, ProblemSet, write_atomic
 from nvcc_opt_train.runs import (
     Progress,
@@ -73,8 +73,9 @@ def valid_final(trace: Trace | None, result: RegionResult) -> bool:
 
 
 def verified(result: RegionResult) -> bool:
-    """The final verification stored the answer as proposed (a rewrite id in the run's store)."""
-    return result.status == PROPOSED and result.rewrite_id is not None
+    """The final verification stored the answer as proposed (a rewrite id in the run's store),
+    with no caveat (a check it could not make: then the speedup is not established)."""
+    return credited(result.status, result.reasons) and result.rewrite_id is not None
 
 
 def user_speedup(result: RegionResult) -> float:
@@ -87,6 +88,8 @@ def paper_speedup(result: RegionResult) -> float:
     not faster; 0.0 for a failure (no answer, build failed, wrong, guard, error)."""
     if verified(result):
         return result.speedup
+    if result.status == PROPOSED and result.rewrite_id is not None:
+        return 1.0  # stored, but a check did not complete: correct as far as checked
     return 1.0 if result.outcome in CORRECT_NOT_FASTER else 0.0
 
 

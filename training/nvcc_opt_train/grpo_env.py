@@ -234,10 +234,14 @@ class RolloutEnv:
             runner=self.shared.runner,
             launcher=self.shared.launcher,
         )
-        self.state.note = "; ".join((*verdict.reasons, *notes))[:300]
+        reasons = (*verdict.reasons, *notes)
+        self.state.note = "; ".join(reasons)[:300]
         c = verdict.comparison
         return judged(
-            verdict.status, c.baseline.median if c else None, c.candidate.median if c else None
+            verdict.status,
+            c.baseline.median if c else None,
+            c.candidate.median if c else None,
+            reasons,
         )
 
     def _tool_counts(self) -> Counter[str]:

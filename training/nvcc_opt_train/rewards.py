@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from nvcc_opt.records import unestablished
+
 INCORRECT = -2.0
 NOT_FASTER = -1.0
 CAP = 10.0
@@ -86,16 +88,25 @@ class Judged:
     t: float
 
 
-def judged(status: str, baseline_s: float | None, candidate_s: float | None) -> Judged:
-    """The verification's verdict (`Verdict.status` and its comparison's medians) as r_perf's
-    inputs. Only "improved" credits the measured times; "rejected" (build failure, guard,
-    wrong result) is incorrect; any other status is correct but not faster.
+def judged(
+    status: str,
+    baseline_s: float | None,
+    candidate_s: float | None,
+    reasons: Iterable[str] = (),
+) -> Judged:
+    """The verification's verdict (`Verdict.status`, its comparison's medians, its reasons and
+    notes) as r_perf's inputs. Only "improved" credits the measured times, and only without a
+    caveat (`records.unestablished`: a check the verification could not make, where a policy could
+    learn to hide a cheat); "rejected" (build failure, guard, wrong result) is incorrect; any
+    other status is correct but not faster.
 
     >>> judged("improved", 2.0, 1.0)
     Judged(correct=True, t_base=2.0, t=1.0)
     >>> judged("no improvement", 1.0, 0.99)
     Judged(correct=True, t_base=1.0, t=1.0)
     >>> judged("held for review", 1.0, 0.001)
+    Judged(correct=True, t_base=1.0, t=1.0)
+    >>> judged("improved", 2.0, 1.0, ["unmeasured: compute-sanitizer did not run"])
     Judged(correct=True, t_base=1.0, t=1.0)
     >>> judged("rejected", None, None)
     Judged(correct=False, t_base=1.0, t=1.0)
@@ -104,8 +115,9 @@ def judged(status: str, baseline_s: float | None, candidate_s: float | None) -> 
     """
     if status == "rejected":
         return Judged(False, 1.0, 1.0)
-    if status == IMPROVED and baseline_s and candidate_s and baseline_s > 0 and candidate_s > 0:
-        return Judged(True, baseline_s, candidate_s)
+    timed = bool(baseline_s and candidate_s and baseline_s > 0 and candidate_s > 0)
+    if status == IMPROVED and timed and not unestablished(reasons):
+        return Judged(True, float(baseline_s or 0), float(candidate_s or 0))
     return Judged(True, 1.0, 1.0)
 
 
