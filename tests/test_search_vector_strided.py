@@ -24,6 +24,8 @@ POSITIVE = {
     "vstride_double_aliases.cu": ("ld.global.nc.v2.f64", "st.global.v2.f64"),
     "vstride_int_template_clamp.cu": ("ld.global.v4.u32", "st.global.v4.u32"),
     "vstride_compound_negate.cu": ("ld.global.v4.f32", "st.global.v4.f32"),
+    "vstride_row_softmax.cu": ("ld.global.nc.v4.f32", "st.global.v4.f32"),
+    "vstride_row_affine_double.cu": ("ld.global.v2.f64", "st.global.v2.f64"),
 }
 SCALE = """\
 __global__ void scale(const float* x, float* y, int n, float a) {
@@ -84,7 +86,10 @@ def test_a_compound_update_reads_and_writes_the_element_once() -> None:
     ("facts", "code", "why"),
     [
         (Facts(), SCALE, "no launch seen: x could be y"),
-        (FACTS, SCALE.replace("a * x[i]", "a * x[i + 1]"), "a neighbour's element"),
+        (FACTS, SCALE.replace("a * x[i]", "a * x[i] + x[i + 1]"),
+         "the element and its neighbour: two offsets of one pointer"),
+        (FACTS, SCALE.replace("  for (int i", "  if (threadIdx.x > 9) return;\n  for (int i"),
+         "a thread that returned before the loop"),
         (FACTS, SCALE.replace("a * x[i]", "a * i"), "the index as a value"),
         (FACTS, SCALE.replace("float t = a * x[i];", "a += x[i]; float t = a;"),
          "a name carried from one element to the next"),
@@ -165,3 +170,72 @@ def test_the_same_bits_as_the_original_for_every_alignment_length_and_grid(
     rewritten = vector_loads_strided(kernel, FACTS)
     assert rewritten is not None
     assert_program_passes(PROGRAM.format(original=kernel, rewritten=rewritten), tmp_path)
+
+
+ROWS = """\
+__global__ void rows(const float* x, float* y, int cols, float a) {
+  const int row = blockIdx.x;
+  for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+    float t = a * x[row * cols + j];
+    y[row * cols + j] = t > 1.0f ? t : -t;
+  }
+}
+"""
+ROWS_PROGRAM = """\
+#include <cstdio>
+#include <cstring>
+#include <cuda_runtime.h>
+{original}
+namespace strided {{
+{rewritten}
+}}
+int main() {{
+  const int widths[] = {{1, 3, 4, 5, 7, 8, 33, 1023, 4097}};
+  const int blocks[] = {{32, 96, 256}};
+  const int rows = 37, most = rows * 4097 + 8;
+  float *x, *a, *b;
+  cudaMallocManaged(&x, sizeof(float) * most);
+  cudaMallocManaged(&a, sizeof(float) * most);
+  cudaMallocManaged(&b, sizeof(float) * most);
+  for (int k = 0; k < most; ++k) x[k] = 0.37f * (k % 1013) - 150.0f;
+  int differ = 0, checked = 0;
+  for (int offset = 0; offset < 4; ++offset)  // rows of odd widths start unaligned as well
+    for (int cols : widths)
+      for (int block : blocks) {{
+        for (int k = 0; k < most; ++k) a[k] = b[k] = -1.0f;
+        rows<<<rows, block>>>(x + offset, a + offset, cols, 1.5f);
+        strided::rows<<<rows, block>>>(x + offset, b + offset, cols, 1.5f);
+        if (cudaDeviceSynchronize() != cudaSuccess) return 2;
+        differ += std::memcmp(a, b, sizeof(float) * most) != 0;
+        ++checked;
+      }}
+  std::printf("cases %d, differing %d\\n", checked, differ);
+  return differ == 0 ? 0 : 1;
+}}
+"""
+ROW_FACTS = Facts(no_alias=frozenset({"rows"}))
+
+
+def test_a_block_stride_row_loop_steps_over_vectors_of_its_row() -> None:
+    new = vector_loads_strided(ROWS, ROW_FACTS)
+    assert new is not None
+    assert "reinterpret_cast<unsigned long long>((x + (row * cols))) % 16 == 0" in new
+    assert (
+        "for (long long nvcc_opt_v = (long long)(threadIdx.x); nvcc_opt_v < nvcc_opt_n / 4; "
+        "nvcc_opt_v += (long long)(blockDim.x)) {"
+    ) in new
+    assert "reinterpret_cast<const ::float4*>((x + (row * cols)))[nvcc_opt_v];" in new
+    assert "y[row * cols + nvcc_opt_e] = t > 1.0f ? t : -t;" in new  # the row's last elements
+    moved = ROWS.replace("const int row = blockIdx.x;", "int row = blockIdx.x; row += cols;")
+    assert vector_loads_strided(moved, ROW_FACTS) is None  # the offset changes in the kernel
+
+
+@needs_nvcc
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU")
+def test_a_row_loop_gives_the_same_bits_for_every_alignment_width_and_block(
+    tmp_path: Path,
+) -> None:
+    rewritten = vector_loads_strided(ROWS, ROW_FACTS)
+    assert rewritten is not None
+    assert_program_passes(ROWS_PROGRAM.format(original=ROWS, rewritten=rewritten), tmp_path)

@@ -7,6 +7,12 @@ An access plan exists only when `i` appears in the body as nothing but the whole
 pointer parameter, each pointer the body uses appears only there (not outside the body), a
 written pointer is assigned once by a top-level `P[i] = ...;` and never read after it, and every
 read stands as a value. Then the body computes element i from elements i alone.
+
+For the body of a loop that declares `i` (`loop=`), two forms more: a subscript `P[b + i]` (or
+`P[i + b]`) with an offset `b` the same for every access of P (the caller proves it does not
+change within the loop: `Access.bases`), and a pointer whose elements are const used outside the
+loop too (it is only read; a written pointer still appears nowhere else). A later loop's own `i`
+is another variable.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ def rewrite_kernels(
     facts: Facts,
     plan: Callable[[Source, Kernel, Facts], P | None],
     edit: Callable[[Source, P, set[str]], Edit],
+    barriers: bool = False,
 ) -> str | None:
     """`code` with `edit` applied to every kernel `plan` accepts (of the kernels whose launches
     are all found and pass distinct pointers), or None; never where the region defines a name
@@ -65,22 +72,31 @@ def rewrite_kernels(
         return None
     used = taken_names(source)
     edits = []
-    for kernel in candidate_kernels(source, facts):
+    for kernel in candidate_kernels(source, facts, barriers):
         found = plan(source, kernel, facts)
         if found is not None:
             edits.append(edit(source, found, used))
     return edited(code, source, edits)
 
 
-def element_wise(source: Source, rest: list[tree_sitter.Node]) -> bool:
+def element_wise(
+    source: Source, rest: list[tree_sitter.Node], offsets: tuple[tree_sitter.Node, ...] = ()
+) -> bool:
     """Whether the statements hold no loop, no jump, no call but math and no thread or block
-    index: each runs once for its element, whichever thread runs it."""
+    index: each runs once for its element, whichever thread runs it. Inside `offsets` (the
+    `b` of `P[b + i]`, which the caller judges) indexes may appear."""
     inside = [n for s in rest for n in walk(s)]
     if not rest or any(n.type in LOOPS or n.type in LEAVES for n in inside):
         return False
     if any(n.type == "call_expression" and not math_call(source, n) for n in inside):
         return False
-    return not any(identifiers(source, s) & BUILTINS for s in rest)
+    spans = [(o.start_byte, o.end_byte) for o in offsets]
+    return not any(
+        n.type == "identifier"
+        and source.text(n) in BUILTINS
+        and not any(a <= n.start_byte < b for a, b in spans)
+        for n in inside
+    )
 
 
 COMPOUND = {"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
@@ -93,15 +109,29 @@ class Access:
     writes: dict[str, tree_sitter.Node]  # pointer -> the `P[i]` its one statement assigns
     # pointer -> its `P[i] op= E` assignment: a read of P[i] and its write at once
     compound: dict[str, tree_sitter.Node] = field(default_factory=dict)
+    # pointer -> the offset b of its `P[b + i]` subscripts, as written (none: `P[i]`)
+    bases: dict[str, str] = field(default_factory=dict)
+    base_nodes: tuple[tree_sitter.Node, ...] = ()  # every offset expression, for the caller
+
+    def at(self, name: str) -> str:
+        """Where pointer `name`'s element i lives, as a pointer: `P` or `(P + (b))`."""
+        base = self.bases.get(name)
+        return name if base is None else f"({name} + ({base}))"
 
 
 def access(
-    source: Source, kernel: Kernel, facts: Facts, index: str, rest: list[tree_sitter.Node]
+    source: Source,
+    kernel: Kernel,
+    facts: Facts,
+    index: str,
+    rest: list[tree_sitter.Node],
+    loop: tree_sitter.Node | None = None,
 ) -> Access | None:
     """The reads and writes of `rest` at index `index`, or None (see the module's text)."""
     pointers = {p.name: p for p in kernel.pointers}
-    found = _accesses(source, kernel, index, pointers, rest)
-    if not found:
+    offsets: dict[str, tuple[str, tree_sitter.Node]] = {}
+    found = _accesses(source, kernel, index, pointers, rest, loop, offsets)
+    if not found or (loop is not None and _written_elsewhere(source, kernel, found, rest)):
         return None
     kinds = {facts.scalar(pointers[name].element) for name in found}
     if len(kinds) != 1 or next(iter(kinds)) not in VECTOR:
@@ -132,7 +162,26 @@ def access(
             return None  # a read after the write would see the new value
     if not reads:
         return None
-    return Access(next(iter(kinds)), reads, writes, compound)
+    bases = {name: text for name, (text, _) in offsets.items()}
+    nodes = [n for rs in found.values() for r in rs if (n := _offset(source, r, index))]
+    return Access(next(iter(kinds)), reads, writes, compound, bases, tuple(nodes) if bases else ())
+
+
+def _written_elsewhere(
+    source: Source,
+    kernel: Kernel,
+    found: dict[str, list[tree_sitter.Node]],
+    rest: list[tree_sitter.Node],
+) -> bool:
+    """Whether a pointer the loop accesses and whose elements are not const appears outside
+    the loop's body (a write there, or a read another thread's rewritten write could race)."""
+    start, end = rest[0].start_byte, rest[-1].end_byte
+    pointers = {p.name: p for p in kernel.pointers}
+    loose = {name for name in found if not pointers[name].const}
+    return any(
+        n.type == "identifier" and source.text(n) in loose and not start <= n.start_byte < end
+        for n in walk(kernel.body)
+    )
 
 
 def _top_assignment(source: Source, node: tree_sitter.Node, top: set[int]) -> str | None:
@@ -157,18 +206,22 @@ def _accesses(
     index: str,
     pointers: dict[str, PointerParam],
     rest: list[tree_sitter.Node],
+    loop: tree_sitter.Node | None,
+    offsets: dict[str, tuple[str, tree_sitter.Node]],
 ) -> dict[str, list[tree_sitter.Node]] | None:
-    """Pointer -> its `P[i]` subscripts in the rest; None when i or a pointer the rest uses is
-    used any other way (i in arithmetic, `P[i + 1]`, a pointer outside the rest)."""
+    """Pointer -> its `P[i]` subscripts in the rest (and, for a loop's body, `P[b + i]`, each
+    pointer's offset put in `offsets`); None when i or a pointer the rest uses is used any other
+    way (i in arithmetic, `P[i + 1]`, a pointer outside the rest, two offsets for one pointer)."""
     start, end = rest[0].start_byte, rest[-1].end_byte
     found: dict[str, list[tree_sitter.Node]] = {}
+    forms: dict[str, str] = {}  # pointer -> its offset as written, "" for `P[i]`
     for node in walk(kernel.body):
         if node.type != "identifier":
             continue
         name = source.text(node)
         inside = start <= node.start_byte < end
         if name == index and inside:
-            subscript = _subscript_of_index(source, node, index)
+            subscript = _subscript_of_index(source, node, index, loop is not None)
             if subscript is None:
                 return None
             array = subscript.child_by_field_name("argument")
@@ -176,20 +229,52 @@ def _accesses(
                 return None
         elif name in pointers and inside:
             subscript = node.parent
-            indices = None if subscript is None else subscript.child_by_field_name("indices")
             if (
                 subscript is None
                 or subscript.type != "subscript_expression"
                 or subscript.child_by_field_name("argument") != node
-                or indices is None
-                or len(indices.named_children) != 1
-                or source.text(bare(indices.named_children[0])) != index
             ):
                 return None
+            offset = _offset(source, subscript, index) if loop is not None else None
+            if _subscript_index(source, subscript) != index and offset is None:
+                return None
+            form = "" if offset is None else re.sub(r"\s+", " ", source.text(offset)).strip()
+            if forms.setdefault(name, form) != form:
+                return None  # two offsets for one pointer (`P[i]` and `P[b + i]`, ...)
+            if offset is not None:
+                offsets[name] = (form, offset)
             found.setdefault(name, []).append(subscript)
+        elif loop is not None and not loop.start_byte <= node.start_byte < loop.end_byte:
+            continue  # outside the loop: another i, or a pointer _written_elsewhere judges
         elif name in pointers or (name == index and node.start_byte >= end):
             return None
     return found
+
+
+def _subscript_index(source: Source, subscript: tree_sitter.Node) -> str | None:
+    """The text of the one index of `P[...]`, without parentheses."""
+    indices = subscript.child_by_field_name("indices")
+    if indices is None or len(indices.named_children) != 1:
+        return None
+    return source.text(bare(indices.named_children[0]))
+
+
+def _offset(source: Source, subscript: tree_sitter.Node, index: str) -> tree_sitter.Node | None:
+    """b of `P[b + i]` or `P[i + b]` (b free of i), else None."""
+    indices = subscript.child_by_field_name("indices")
+    if indices is None or len(indices.named_children) != 1:
+        return None
+    inner = bare(indices.named_children[0])
+    operator = inner.child_by_field_name("operator")
+    if inner.type != "binary_expression" or operator is None or source.text(operator) != "+":
+        return None
+    left, right = inner.child_by_field_name("left"), inner.child_by_field_name("right")
+    if left is None or right is None:
+        return None
+    for mine, other in ((right, left), (left, right)):
+        if source.text(bare(mine)) == index and index not in identifiers(source, other):
+            return other
+    return None
 
 
 def _value(source: Source, read: tree_sitter.Node) -> bool:
@@ -206,11 +291,15 @@ def _value(source: Source, read: tree_sitter.Node) -> bool:
 
 
 def _subscript_of_index(
-    source: Source, node: tree_sitter.Node, index: str
+    source: Source, node: tree_sitter.Node, index: str, offsets: bool = False
 ) -> tree_sitter.Node | None:
     parent = node.parent
     while parent is not None and parent.type == "parenthesized_expression":
         parent = parent.parent
+    if offsets and parent is not None and parent.type == "binary_expression":
+        parent = parent.parent  # `b + i`: _offset checks its shape
+        while parent is not None and parent.type == "parenthesized_expression":
+            parent = parent.parent
     if parent is None or parent.type != "subscript_argument_list":
         return None
     subscript = parent.parent
@@ -242,14 +331,16 @@ def source_text(node: tree_sitter.Node) -> str:
 
 
 def scalar(plan: Access, e: str) -> list[Replacement]:
-    """Every access's index replaced by `e`."""
+    """Every access's index replaced by `e` (by `b + e` where it was `b + i`)."""
     nodes = [*(r for rs in plan.reads.values() for r in rs), *plan.writes.values()]
     out = []
     for node in nodes:
         indices = node.child_by_field_name("indices")
-        assert indices is not None
+        argument = node.child_by_field_name("argument")
+        assert indices is not None and argument is not None
         inner = indices.named_children[0]
-        out.append((inner.start_byte, inner.end_byte, e))
+        base = plan.bases.get(source_text(argument))
+        out.append((inner.start_byte, inner.end_byte, e if base is None else f"{base} + {e}"))
     return out
 
 
@@ -279,13 +370,16 @@ class Vectors:
     @property
     def aligned(self) -> str:
         names = sorted({*self.access.reads, *self.access.writes})
-        return " && ".join(f"reinterpret_cast<unsigned long long>({n}) % 16 == 0" for n in names)
+        return " && ".join(
+            f"reinterpret_cast<unsigned long long>({self.access.at(n)}) % 16 == 0" for n in names
+        )
 
     def loads(self, at: str) -> list[str]:
         """Each read pointer's vector at vector index `at`, and each output's declared."""
         vector = VECTOR[self.access.element][0]
         out = [
-            f"const {vector} {self.loaded[n]} = reinterpret_cast<const {vector}*>({n})[{at}];"
+            f"const {vector} {self.loaded[n]} = "
+            f"reinterpret_cast<const {vector}*>({self.access.at(n)})[{at}];"
             for n in sorted(self.access.reads)
         ]
         return out + [f"{vector} {self.stored[n]};" for n in sorted(self.access.writes)]
@@ -302,7 +396,7 @@ class Vectors:
     def stores(self, at: str) -> list[str]:
         vector = VECTOR[self.access.element][0]
         return [
-            f"reinterpret_cast<{vector}*>({n})[{at}] = {self.stored[n]};"
+            f"reinterpret_cast<{vector}*>({self.access.at(n)})[{at}] = {self.stored[n]};"
             for n in sorted(self.access.writes)
         ]
 

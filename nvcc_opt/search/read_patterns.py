@@ -64,14 +64,17 @@ CAST_TYPE = re.compile(
 REFUSED_WORDS = re.compile(
     r"\b(__shared__|__syncthreads|__syncwarp|asm|__trap|assert|constexpr|volatile)\b"
 )
+# The same, for a rewrite confined to one loop of global-memory element accesses: block
+# shared memory and barriers elsewhere in the kernel are none of its business.
+REFUSED_WORDS_BARRIERS = re.compile(r"\b(asm|__trap|assert|constexpr|volatile)\b")
 LOOP_TYPE = re.compile(r"(unsigned |signed )?(int|long|long long)|unsigned|size_t|u?int(32|64)_t")
 SIGNED = re.compile(r"(signed )?(int|long|long long)|int(32|64)_t")
 
 
-def candidate_kernels(source: Source, facts: Facts) -> list[Kernel]:
+def candidate_kernels(source: Source, facts: Facts, barriers: bool = False) -> list[Kernel]:
     """The kernels a table rewrite may look at: every launch found and none passing a pointer
     twice, no name the region `#define`s, nothing that could change names behind its back (in a
-    file that is plain too)."""
+    file that is plain too); `barriers`: shared memory and barriers allowed."""
     if not plain_file(source):
         return []
     defined = defined_macros(source)
@@ -80,7 +83,7 @@ def candidate_kernels(source: Source, facts: Facts) -> list[Kernel]:
         for kernel in source.kernels()
         if kernel.name in facts.no_alias
         and not identifiers(source, kernel.body) & defined
-        and plain_kernel(source, kernel)
+        and plain_kernel(source, kernel, barriers)
     ]
 
 
@@ -125,10 +128,11 @@ def taken_names(source: Source) -> set[str]:
     return {source.text(n) for n in walk(source.root) if n.type in kinds}
 
 
-def plain_kernel(source: Source, kernel: Kernel) -> bool:
+def plain_kernel(source: Source, kernel: Kernel, barriers: bool = False) -> bool:
     """Whether the kernel holds nothing that could change the names a proof here rests on
     behind its back (the refusals in the module's docstring)."""
-    if REFUSED_WORDS.search(source.text(kernel.body)) or _volatile(source, kernel):
+    words = REFUSED_WORDS_BARRIERS if barriers else REFUSED_WORDS
+    if words.search(source.text(kernel.body)) or _volatile(source, kernel):
         return False
     for node in walk(kernel.body):
         if node.type in REFUSED and not _unroll_pragma(source, node):

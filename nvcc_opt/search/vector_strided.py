@@ -1,6 +1,6 @@
-"""Vectorized loads and stores for element-wise grid-stride loops: the loop steps over vectors
-of W consecutive elements, read and written 16 bytes at a time (`float4`, `int4`, `double2`)
-where every pointer is aligned, then over the last elements one at a time.
+"""Vectorized loads and stores for element-wise grid-stride and block-stride loops: the loop
+steps over vectors of W consecutive elements, read and written 16 bytes at a time (`float4`,
+`int4`, `double2`) where every pointer is aligned, then over the last elements one at a time.
 
 `for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
 y[i] = a * x[i] + y[i];` moves one element per array per iteration. Rewritten, thread t takes
@@ -18,7 +18,16 @@ loop, jump, thread or block index and no call but math, assigning no name declar
 The loop must start at the grid's global x index and step by the grid's thread count along x
 (written directly, in any order and with integer casts, or through names declared once with
 those values and never changed), bounded by `i < n` with n free of memory reads. It may sit
-anywhere among the kernel's top-level statements; nothing outside it may use those pointers.
+anywhere among the kernel's top-level statements, after no jump (a thread that returned early
+would leave its elements to no one: the rewrite deals elements to threads differently); a
+pointer it writes appears nowhere else, one whose elements are const may be read elsewhere.
+
+A block-stride loop (`for (int j = threadIdx.x; j < n; j += blockDim.x)`, the loop of row
+kernels: softmax, normalization, a row's scale) is the same with the block for the grid: each
+block covers its own n elements, T its thread count. Its subscripts may carry an offset,
+`P[row * n + j]`, the same for every access of P, free of memory reads, of the thread index and
+of names that change in the kernel (`blockIdx` is allowed: the block stays the same); the
+alignment is then checked on `P + offset`. A grid-stride loop's offsets hold no index at all.
 """
 
 from __future__ import annotations
@@ -60,8 +69,12 @@ from nvcc_opt.search.kernel_facts import (
     statement_text,
     statements,
 )
+from nvcc_opt.search.read_patterns import BUILTINS, LEAVES
 
 STRIDES = {"gridDim.x*blockDim.x", "blockDim.x*gridDim.x"}
+# (start, stride) of a block-stride loop, squeezed and without integer casts
+BLOCK_START, BLOCK_STRIDE = "threadIdx.x", "blockDim.x"
+GRID, BLOCK = "grid", "block"
 
 
 @dataclass(frozen=True)
@@ -73,24 +86,35 @@ class Plan:
     bound: str  # n as written
     rest: list[tree_sitter.Node]  # the loop's body statements
     access: Access
+    over: str = GRID  # GRID or BLOCK: whose threads share the elements
 
 
 def vector_loads_strided(code: str, facts: Facts) -> str | None:
-    return rewrite_kernels(code, facts, _plan, _edit)
+    return rewrite_kernels(code, facts, _plan, _edit, barriers=True)
 
 
 def _plan(source: Source, kernel: Kernel, facts: Facts) -> Plan | None:
+    """The first top-level loop of the kernel that can be rewritten."""
     loops = [s for s in statements(kernel.body) if s.type == "for_statement"]
-    if len(loops) != 1:
-        return None
-    loop = loops[0]
+    return next((p for loop in loops if (p := _loop_plan(source, kernel, facts, loop))), None)
+
+
+def _loop_plan(source: Source, kernel: Kernel, facts: Facts, loop: tree_sitter.Node) -> Plan | None:
+    before = [n for n in walk(kernel.body) if n.start_byte < loop.start_byte]
+    if any(n.type in LEAVES for n in before):
+        return None  # a thread may never reach the loop
     header = _header(source, kernel, loop)
     body = loop.child_by_field_name("body")
     if header is None or body is None:
         return None
-    index, start, bound, stride = header
+    index, start, bound, stride, over = header
     rest = statements(body)
-    if not element_wise(source, rest):
+    if not rest:
+        return None
+    found = access(source, kernel, facts, index, rest, loop)
+    if found is None or not element_wise(source, rest, found.base_nodes):
+        return None
+    if not _invariant_offsets(source, kernel, found, rest, over):
         return None
     inside = [n for s in rest for n in walk(s)]
     declared = {
@@ -99,12 +123,31 @@ def _plan(source: Source, kernel: Kernel, facts: Facts) -> Plan | None:
         if n.type in ("declaration", "init_declarator") and (name := declared_name(n)) is not None
     }
     outer = {m for s in rest for m in modified(source, s)} - declared
-    found = access(source, kernel, facts, index, rest)
-    if found is None or outer - set(found.writes):
+    if outer - set(found.writes):
         return None  # a name carried from one element to the next (a sum, a counter)
     if _names(bound) & {*found.reads, *found.writes}:
         return None
-    return Plan(loop, index, start, stride, bound, rest, found)
+    if {n for o in found.base_nodes for n in _names(source.text(o))} & declared:
+        return None  # an offset that changes from one element to the next
+    return Plan(loop, index, start, stride, bound, rest, found, over)
+
+
+def _invariant_offsets(
+    source: Source, kernel: Kernel, found: Access, rest: list[tree_sitter.Node], over: str
+) -> bool:
+    """Whether every offset `b` of `P[b + i]` is the same for all the loop's elements: free of
+    memory reads and calls, of names the kernel changes, and of the thread index (of any index,
+    in a grid-stride loop: there an element moves to another block)."""
+    changed = changed_names(source, kernel.body)
+    allowed = {"blockIdx", "blockDim", "gridDim"} if over == BLOCK else set()
+    for offset in found.base_nodes:
+        text = source.text(offset)
+        names = _names(text)
+        if not BOUND.fullmatch(text) or names & changed or names & (BUILTINS - allowed):
+            return False
+        if names & {p.name for p in kernel.pointers}:
+            return False
+    return True
 
 
 def _names(text: str) -> set[str]:
@@ -113,9 +156,10 @@ def _names(text: str) -> set[str]:
 
 def _header(
     source: Source, kernel: Kernel, loop: tree_sitter.Node
-) -> tuple[str, str, str, str] | None:
-    """(i, start, n, stride) of `for (T i = start; i < n; i += stride)`, start the global x
-    index and stride the grid's thread count along x; None for any other loop."""
+) -> tuple[str, str, str, str, str] | None:
+    """(i, start, n, stride, GRID or BLOCK) of `for (T i = start; i < n; i += stride)`, start
+    the global x index and stride the grid's thread count along x, or start the thread index
+    and stride the block's size along x; None for any other loop."""
     header = loop_header(source, loop)
     if header is None or header.value is None or header.declarators != 1:
         return None
@@ -131,13 +175,16 @@ def _header(
     step = _step(source, header.update, index)
     start = source.text(header.value)
     changed = changed_names(source, kernel.body)
-    if step is None or not _is(source, kernel, loop, changed, start, is_global_index):
-        return None
-    if not _is(source, kernel, loop, changed, step, lambda t: t in STRIDES):
-        return None
-    if _names(bound) & changed:
+    if step is None or _names(bound) & changed:
         return None  # n changes in the kernel: the rewrite reads it once
-    return index, start, bound, step
+    if _is(source, kernel, loop, changed, start, is_global_index):
+        if _is(source, kernel, loop, changed, step, lambda t: t in STRIDES):
+            return index, start, bound, step, GRID
+        return None
+    block = _is(source, kernel, loop, changed, start, lambda t: t == BLOCK_START)
+    if block and _is(source, kernel, loop, changed, step, lambda t: t == BLOCK_STRIDE):
+        return index, start, bound, step, BLOCK
+    return None
 
 
 def _step(source: Source, update: tree_sitter.Node, index: str) -> str | None:
@@ -209,8 +256,9 @@ def _edit(source: Source, plan: Plan, used: set[str]) -> Edit:
     pad = indentation(source, plan.loop).decode()
     start, stride = f"(long long)({plan.start})", f"(long long)({plan.stride})"
     lines = [
-        f"// nvcc-opt: the grid-stride loop over vectors of {width} consecutive elements, loaded"
-        " and stored 16 bytes at a time where aligned, then the last elements one at a time",
+        f"// nvcc-opt: the {plan.over}-stride loop over vectors of {width} consecutive elements,"
+        " loaded and stored 16 bytes at a time where aligned, then the last elements one at a"
+        " time",
         f"if ({vec.aligned}) {{",
         f"  const long long {n} = (long long)({plan.bound});",
         f"  for (long long {v} = {start}; {v} < {n} / {width}; {v} += {stride}) {{",
