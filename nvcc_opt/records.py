@@ -6,6 +6,7 @@ launcher's hot path needs live in `values.py` (no dataclasses: start-up time) an
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -86,8 +87,7 @@ class Decision:
 
 # Reason lines that say what a verification could not establish on its machine. Kept with the
 # reasons; accepting needs --force while the latest verification has one, even when it passed.
-# - `unavailable:` this machine lacks a tool (no GPU, no compute-sanitizer, no channel library):
-#   the same for the original and every candidate, so no candidate can steer into it;
+# - `unavailable:` this machine lacks a tool (no GPU, no compute-sanitizer, no channel library);
 # - `unmeasured:` a check that did not complete for this verification (the sanitizer over the
 #   first launches only, the state check not run, the baseline's channel reports missing);
 # - `uncontained:` a run not contained (its processes could outlive it, or it could write what
@@ -95,19 +95,31 @@ class Decision:
 MACHINE_CAVEAT = "unavailable:"
 RUN_CAVEATS = ("uncontained:", "unmeasured:")
 CAVEATS = (*RUN_CAVEATS, MACHINE_CAVEAT)
+# Set to 1 by an operator who knows the machine lacks a tool (a CPU-only test machine): then
+# `unavailable:` lines no longer withhold credit. Never on a training machine with a GPU: a
+# candidate that can write outside its build tree (the subreaper fallback) could make a tool
+# look missing.
+CREDIT_UNAVAILABLE = "NVCC_OPT_CREDIT_UNAVAILABLE"
 
 
 def unestablished(reasons: Iterable[str]) -> tuple[str, ...]:
-    """The reason lines of RUN_CAVEATS. A verification with one never credits a speedup where
-    one is counted (training rewards, collect's filter, evaluations, bench reports): a check
-    that did not complete for this run is where a cheat would hide. (What the machine lacks,
-    `unavailable:`, is the operator's to see: review still asks --force for it.)
+    """The caveat lines that withhold credit: a verification with one never credits a speedup
+    where one is counted (training rewards, collect's filter, evaluations, bench reports). A
+    check that could not be made is where a cheat would hide, and nobody watches a training run
+    to read the notes. Every caveat, unless $NVCC_OPT_CREDIT_UNAVAILABLE is 1: then all but the
+    machine's `unavailable:` lines.
 
     >>> unestablished(["improved", "unmeasured: compute-sanitizer took too long",
     ...                "unavailable: no GPU here"])
-    ('unmeasured: compute-sanitizer took too long',)
+    ('unmeasured: compute-sanitizer took too long', 'unavailable: no GPU here')
     """
-    return tuple(r for r in reasons if r.startswith(RUN_CAVEATS))
+    withheld = RUN_CAVEATS if credit_unavailable() else CAVEATS
+    return tuple(r for r in reasons if r.startswith(withheld))
+
+
+def credit_unavailable() -> bool:
+    """Whether the operator set $NVCC_OPT_CREDIT_UNAVAILABLE=1 (see CREDIT_UNAVAILABLE)."""
+    return os.environ.get(CREDIT_UNAVAILABLE, "").strip() == "1"
 
 
 @dataclass(frozen=True)

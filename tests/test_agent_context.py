@@ -76,3 +76,25 @@ def test_when_nothing_fits_the_most_elided_comes_back_refused() -> None:
 
 def test_the_doctests() -> None:
     assert doctest.testmod(context).failed == 0
+
+
+def test_every_result_of_the_newest_turn_stays_whole() -> None:
+    messages = conversation(4000, 4000)
+    messages.insert(6, {"role": "tool", "tool_call_id": "c1b", "content": "z" * 4000})
+    assert [m["role"] for m in messages[4:7]] == ["assistant", "tool", "tool"]
+    assert elidable(messages) == [3]  # the newest turn made two calls: both results stay
+
+
+def test_a_result_cheaper_than_its_note_does_not_stop_the_search() -> None:
+    """In tokens a note can cost more than a result of repeated characters (SmolLM2: 1,000 `=`
+    are 6 tokens, the note 28): fitting need not grow with the count."""
+    messages = conversation(1000, 1000, 1000, 10)
+    messages[3]["content"] = "=" * 1000
+
+    def tokens(ms: list[dict[str, Any]]) -> int:
+        return sum(6 if m["content"] == "=" * 1000 else 28 if "elided" in m["content"]
+                   else len(m["content"]) // 4 for m in ms)  # fmt: skip
+
+    whole = tokens(messages)
+    fitted, count, ok = fit(messages, lambda ms: tokens(ms) <= whole - 200)
+    assert ok and count == 2 and tokens(fitted) <= whole - 200

@@ -244,13 +244,18 @@ def test_the_filter_keeps_only_a_verified_stored_speedup_above_one() -> None:
         "uncontained: subreaper; a process outlived the run",
     ],
 )
-def test_a_speedup_whose_checks_did_not_complete_is_never_kept(note: str) -> None:
-    """A check that did not complete for this candidate is where a cheat would hide: the
-    run is dropped whatever its speedup; what the machine lacks (`unavailable:`) is the same
-    for every candidate and does not drop it."""
+def test_a_speedup_whose_checks_did_not_complete_is_never_kept(
+    note: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check that could not be made is where a cheat would hide: the run is dropped whatever
+    its speedup. What the machine lacks (`unavailable:`) drops it too, unless the operator
+    credits it ($NVCC_OPT_CREDIT_UNAVAILABLE=1, for a machine that lacks the tool by design)."""
+    monkeypatch.setenv("NVCC_OPT_CREDIT_UNAVAILABLE", "1")
     assert verdict(_result(reasons=("faster: 1.5x", note))) == "caveat"
     missing = "unavailable: compute-sanitizer did not run (it or a GPU is missing here)"
     assert verdict(_result(reasons=("faster: 1.5x", missing))) == KEPT
+    monkeypatch.delenv("NVCC_OPT_CREDIT_UNAVAILABLE")
+    assert verdict(_result(reasons=("faster: 1.5x", missing))) == "caveat"
 
 
 # --- runs: resumable, --within ------------------------------------------------------------
@@ -397,9 +402,13 @@ def _answer(code: str, explanation: str) -> str:
 
 @needs_nvcc
 @pytest.mark.slow
-def test_collect_end_to_end_with_a_scripted_teacher(tmp_path: Path, exe: str) -> None:
+def test_collect_end_to_end_with_a_scripted_teacher(
+    tmp_path: Path, exe: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No fake here: suite_mini's apps run on the host, so the real optimize times and verifies
-    them; the teacher is a scripted OpenAI-compatible server on loopback."""
+    them; the teacher is a scripted OpenAI-compatible server on loopback. This machine has no
+    GPU and no compute-sanitizer, which the operator credits (the default would drop it)."""
+    monkeypatch.setenv("NVCC_OPT_CREDIT_UNAVAILABLE", "1")
     root = tmp_path / "set"
     problemset = ProblemSet.begin(root, [{"from": "suite_mini"}])
     for name in ("alpha", "beta", "common"):

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from nvcc_opt.records import CREDIT_UNAVAILABLE
 from nvcc_opt_train.grpo import final_answer
 from nvcc_opt_train.grpo_data import GRPOError, tool_subset
 from nvcc_opt_train.problemset import Problem, ProblemSet
@@ -56,13 +57,18 @@ def test_r_perf_follows_the_verdict(
     assert perf_of(judged(status, base, cand)) == pytest.approx(expected)
 
 
-def test_a_speedup_whose_checks_did_not_complete_is_not_rewarded() -> None:
-    """A policy rewarded where a check could not complete learns to steer there."""
+def test_a_speedup_whose_checks_did_not_complete_is_not_rewarded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A policy rewarded where a check could not be made learns to steer there."""
+    monkeypatch.setenv("NVCC_OPT_CREDIT_UNAVAILABLE", "1")
     partial = ["faster: 3x", "unmeasured: compute-sanitizer memcheck passed the candidate over "
                "its first 8 launches"]  # fmt: skip
     assert perf_of(judged("improved", 3.0, 1.0, partial)) == -1.0
     missing = ["faster: 3x", "unavailable: no GPU here, so nvcc-opt's own GPU measurement is off"]
     assert perf_of(judged("improved", 3.0, 1.0, missing)) == pytest.approx(2.0)
+    monkeypatch.delenv("NVCC_OPT_CREDIT_UNAVAILABLE")
+    assert perf_of(judged("improved", 3.0, 1.0, missing)) == -1.0
 
 
 def test_no_final_answer_is_minus_two_and_tool_share_is_half_the_unique_share() -> None:
@@ -235,6 +241,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path,
     mp = pytest.MonkeyPatch()
     mp.setenv("XDG_CACHE_HOME", str(tmp / "cache"))
     mp.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    mp.setenv(CREDIT_UNAVAILABLE, "1")  # this machine has no GPU: credit what it lacks
     problems = _problem_set(tmp)
     texts = [ORIGINAL, HALF, answer(HALF), "benchmark_code <tool_call> </tool_call>", *_prompts()]
     model = tiny_student(tmp / "tiny", texts)

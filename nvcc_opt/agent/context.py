@@ -6,7 +6,8 @@ search-policy trace on a HeCBench problem counted 9,602 tokens, its final answer
 token 8,775). Cutting the end loses the answer, and a model fed a prompt longer than its context
 reads garbage. So the content of the oldest tool results is replaced by a note saying so, as few
 of them as it takes, oldest first; the system prompt, the user prompt, every assistant turn and
-the newest tool result stay whole. The model sees the note and may call the tool again.
+the results of the newest turn's calls stay whole. The model sees the note and may call the tool
+again.
 
 One rule for both sides of distillation: the in-process backend applies it to the prompt it is
 about to send (`hf_local`), and `train sft` applies it to each conversation before training, so
@@ -29,14 +30,17 @@ def _note(message: dict[str, Any]) -> str:
 
 
 def elidable(messages: list[dict[str, Any]]) -> list[int]:
-    """The indexes of the tool results that may give way, oldest first: all but the newest, and
-    only those at least twice as long as the note that would replace them (eliding never
-    lengthens a conversation, and a short result is worth keeping)."""
+    """The indexes of the tool results that may give way, oldest first: those before the last
+    assistant turn that called tools (that turn's results stay whole, however many calls it
+    made), and only those at least twice as long as the note that would replace them (a short
+    result is worth keeping)."""
     tools = [i for i, m in enumerate(messages) if m.get("role") == "tool"]
+    newest = max((i for i in tools if i > 0 and messages[i - 1].get("role") == "assistant"),
+                 default=len(messages))  # fmt: skip
     return [
         i
-        for i in tools[:-1]
-        if len(str(messages[i].get("content") or "")) > 2 * len(_note(messages[i]))
+        for i in tools
+        if i < newest and len(str(messages[i].get("content") or "")) > 2 * len(_note(messages[i]))
     ]
 
 
@@ -52,8 +56,9 @@ def fit(
 ) -> tuple[list[dict[str, Any]], int, bool]:
     """The fewest oldest tool results elided so that `fits(messages)`: (messages, how many were
     elided, whether it fits). When even all elidable results elided do not fit, that most elided
-    conversation comes back with False, for the caller to refuse. `fits` is asked O(log n) times
-    (it tokenizes the whole conversation): eliding more never makes a conversation longer.
+    conversation comes back with False, for the caller to refuse. `fits` is asked once per count
+    tried, from none up: a note can take more tokens than a result of repeated characters, so
+    fitting is not assumed to grow with the count (a conversation holds tens of results).
 
     >>> msgs = [{"role": "user", "content": "u"}] + [
     ...     {"role": "tool", "content": "x" * 1000} for _ in range(3)]
@@ -63,13 +68,9 @@ def fit(
     """
     if fits(messages):
         return messages, 0, True
-    low, high = 1, len(elidable(messages))  # the answer lies in [low, high], if anywhere
-    if high == 0 or not fits(elide(messages, high)):
-        return elide(messages, high), high, False
-    while low < high:
-        middle = (low + high) // 2
-        if fits(elide(messages, middle)):
-            high = middle
-        else:
-            low = middle + 1
-    return elide(messages, low), low, True
+    most = len(elidable(messages))
+    for count in range(1, most + 1):
+        candidate = elide(messages, count)
+        if fits(candidate):
+            return candidate, count, True
+    return elide(messages, most), most, False

@@ -18,7 +18,7 @@ from nvcc_opt.cli.common import open_store
 from nvcc_opt.config import ConfigError, ProjectConfig, find_root, load
 from nvcc_opt.optimize import CannotRun, RegionResult, no_gpu_here, optimize_region
 from nvcc_opt.pool.gpu_queue import each_on_a_gpu
-from nvcc_opt.records import RewriteState
+from nvcc_opt.records import RewriteState, unestablished
 from nvcc_opt.regions.headers import is_header, never_substituted
 from nvcc_opt.store.api import Store
 from nvcc_opt.toolbox.schema import ToolError
@@ -256,7 +256,13 @@ def _run_all(
 
 
 def _say(result: RegionResult, say: Callable[[str], None]) -> None:
-    if result.rewrite_id is not None:
+    held = unestablished(result.reasons)
+    if result.rewrite_id is not None and held:
+        say(
+            f"proposed rewrite #{result.rewrite_id}: {result.speedup:.3f}x measured, not "
+            f"established ({held[0]}; nvcc-opt review needs --force); trace {result.trace}"
+        )
+    elif result.rewrite_id is not None:
         say(
             f"proposed rewrite #{result.rewrite_id}: {result.speedup:.3f}x verified "
             f"(nvcc-opt review); trace {result.trace}"

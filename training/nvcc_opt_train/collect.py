@@ -24,7 +24,7 @@ from typing import Any
 from nvcc_opt.agent.trace import TraceError, load_trace
 from nvcc_opt.bench.options import Options
 from nvcc_opt.bench.results import PROPOSED
-from nvcc_opt.records import unestablished
+from nvcc_opt.records import CREDIT_UNAVAILABLE, credit_unavailable, unestablished
 from nvcc_opt_train.conversations import conversation, write_dataset
 from nvcc_opt_train.exclusion import require_exclusion
 from nvcc_opt_train.problemset import ProblemSet, write_atomic
@@ -183,6 +183,12 @@ def render(summary: Summary) -> str:
         f"kept (verified proposed, speedup > 1): {summary.kept}",
     ]
     lines += [f"dropped, {why}: {n}" for why, n in summary.dropped.items()]
+    if summary.dropped.get("caveat") and not credit_unavailable():
+        lines.append(
+            "  (caveat: the verification could not make a check, e.g. `unavailable: "
+            "compute-sanitizer did not run`; runs.jsonl has each run's reasons. Where this "
+            f"machine lacks a tool by design, {CREDIT_UNAVAILABLE}=1 credits what it lacks)"
+        )
     used = ", ".join(f"{t} {n}" for t, n in summary.tool_calls.items()) or "none"
     lines.append(f"tool calls: {used}")
     if summary.remaining:

@@ -106,7 +106,7 @@ def judged(
     Judged(correct=True, t_base=1.0, t=1.0)
     >>> judged("held for review", 1.0, 0.001)
     Judged(correct=True, t_base=1.0, t=1.0)
-    >>> judged("improved", 2.0, 1.0, ["unmeasured: compute-sanitizer did not run"])
+    >>> judged("improved", 2.0, 1.0, ["unmeasured: the runtime state check did not run"])
     Judged(correct=True, t_base=1.0, t=1.0)
     >>> judged("rejected", None, None)
     Judged(correct=False, t_base=1.0, t=1.0)

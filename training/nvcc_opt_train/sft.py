@@ -91,8 +91,8 @@ def train_sft(
         rows, elided = fit_rows(rows, _length(tokenizer), settings.max_length)
         if any(elided):
             warn(
-                f"{sum(1 for n in elided if n)} of {len(rows)} conversations had older tool "
-                f"results elided to fit --max-length {settings.max_length} tokens "
+                f"warning: {sum(1 for n in elided if n)} of {len(rows)} conversations had older "
+                f"tool results elided to fit --max-length {settings.max_length} tokens "
                 f"({sum(elided)} results in all), as the model backend does at inference"
             )
     work = Path(tempfile.mkdtemp(dir=_existing_parent(out), prefix=f".{out.name}.sft-"))
