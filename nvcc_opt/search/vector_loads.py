@@ -35,12 +35,10 @@ from nvcc_opt.search.element_access import (
     VECTOR,
     Access,
     access,
-    copy,
     element_wise,
     rewrite_kernels,
-    scalar,
-    vectors,
 )
+from nvcc_opt.search.element_vectors import copy, scalar, vectors
 from nvcc_opt.search.kernel_facts import Facts, global_index_name, guarded_rest, statements
 
 

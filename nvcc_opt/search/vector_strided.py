@@ -54,12 +54,10 @@ from nvcc_opt.search.element_access import (
     VECTOR,
     Access,
     access,
-    copy,
     element_wise,
     rewrite_kernels,
-    scalar,
-    vectors,
 )
+from nvcc_opt.search.element_vectors import copy, scalar, vectors
 from nvcc_opt.search.kernel_facts import (
     CASTS,
     Facts,
