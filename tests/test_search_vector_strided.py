@@ -90,6 +90,11 @@ def test_a_compound_update_reads_and_writes_the_element_once() -> None:
          "the element and its neighbour: two offsets of one pointer"),
         (FACTS, SCALE.replace("  for (int i", "  if (threadIdx.x > 9) return;\n  for (int i"),
          "a thread that returned before the loop"),
+        (FACTS, SCALE.replace("  for (int i", "  const int m = n - (threadIdx.x & 1);\n  for (int i"
+                              ).replace("i < n;", "i < m;"),
+         "a bound that differs between threads, through a name"),
+        (FACTS, SCALE.replace("  for (int i", "  const int b = blockIdx.x;\n  for (int i")
+         .replace("i < n;", "i < n - b;"), "a grid-stride bound that differs between blocks"),
         (FACTS, SCALE.replace("a * x[i]", "a * i"), "the index as a value"),
         (FACTS, SCALE.replace("float t = a * x[i];", "a += x[i]; float t = a;"),
          "a name carried from one element to the next"),
@@ -239,3 +244,20 @@ def test_a_row_loop_gives_the_same_bits_for_every_alignment_width_and_block(
     rewritten = vector_loads_strided(ROWS, ROW_FACTS)
     assert rewritten is not None
     assert_program_passes(ROWS_PROGRAM.format(original=ROWS, rewritten=rewritten), tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("before", "why"),
+    [
+        ("int row = blockIdx.x; row += 0 * cols;", "an offset the kernel changes"),
+        ("const int row = blockIdx.x + (threadIdx.x >> 5);", "an offset that differs by thread"),
+        ("const int row = blockIdx.x; const int cols2 = cols - (int)threadIdx.x;\n  cols = cols2;",
+         "a bound changed in the kernel"),
+    ],
+)  # fmt: skip
+def test_a_row_loop_whose_offset_or_bound_is_not_the_blocks_own_is_refused(
+    before: str, why: str
+) -> None:
+    assert (
+        vector_loads_strided(ROWS.replace("const int row = blockIdx.x;", before), ROW_FACTS) is None
+    ), why

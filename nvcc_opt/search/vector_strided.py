@@ -112,7 +112,10 @@ def _loop_plan(source: Source, kernel: Kernel, facts: Facts, loop: tree_sitter.N
     found = access(source, kernel, facts, index, rest, loop)
     if found is None or not element_wise(source, rest, found.base_nodes):
         return None
-    if not _invariant_offsets(source, kernel, found, rest, over):
+    offsets = [source.text(o) for o in found.base_nodes]
+    if not all(_uniform(source, kernel, loop, t, over) for t in [bound, *offsets]):
+        return None
+    if {p.name for p in kernel.pointers} & {n for t in offsets for n in _free_names(t)}:
         return None
     inside = [n for s in rest for n in walk(s)]
     declared = {
@@ -125,27 +128,52 @@ def _loop_plan(source: Source, kernel: Kernel, facts: Facts, loop: tree_sitter.N
         return None  # a name carried from one element to the next (a sum, a counter)
     if _names(bound) & {*found.reads, *found.writes}:
         return None
-    if {n for o in found.base_nodes for n in _names(source.text(o))} & declared:
+    if {n for t in offsets for n in _free_names(t)} & declared:
         return None  # an offset that changes from one element to the next
     return Plan(loop, index, start, stride, bound, rest, found, over)
 
 
-def _invariant_offsets(
-    source: Source, kernel: Kernel, found: Access, rest: list[tree_sitter.Node], over: str
-) -> bool:
-    """Whether every offset `b` of `P[b + i]` is the same for all the loop's elements: free of
-    memory reads and calls, of names the kernel changes, and of the thread index (of any index,
-    in a grid-stride loop: there an element moves to another block)."""
+def _uniform(source: Source, kernel: Kernel, loop: tree_sitter.Node, text: str, over: str) -> bool:
+    """Whether `text` (the bound n, an offset b) has one value for every thread that shares the
+    loop's elements: free of memory reads and calls, and so are the values of the local names
+    it uses (declared once before the loop, never changed; followed through their values);
+    no thread index anywhere, and in a grid-stride loop no block index either (there an
+    element moves to another block). Parameters and names the kernel does not declare (globals,
+    constants) are the same for every thread."""
     changed = changed_names(source, kernel.body)
-    allowed = {"blockIdx", "blockDim", "gridDim"} if over == BLOCK else set()
-    for offset in found.base_nodes:
-        text = source.text(offset)
-        names = _names(text)
-        if not BOUND.fullmatch(text) or names & changed or names & (BUILTINS - allowed):
+    allowed = {"blockDim", "gridDim"} | ({"blockIdx"} if over == BLOCK else set())
+    seen: set[str] = set()
+    todo = [text]
+    while todo:
+        current = todo.pop()
+        names = _free_names(current)
+        if not BOUND.fullmatch(current) or names & (BUILTINS - allowed) or names & changed:
             return False
-        if names & {p.name for p in kernel.pointers}:
-            return False
+        for name in names - seen - set(kernel.params):
+            seen.add(name)
+            values = [
+                n.child_by_field_name("value")
+                for n in walk(kernel.body)
+                if n.type == "init_declarator"
+                and (d := n.child_by_field_name("declarator")) is not None
+                and source.text(d) == name
+            ]
+            declared = any(
+                n.type == "declaration" and declared_name(n) is not None
+                and source.text(declared_name(n)) == name  # type: ignore[arg-type]
+                for n in walk(kernel.body)
+            )  # fmt: skip
+            if not values and not declared:
+                continue  # not the kernel's: a global, a constant, a type in a cast
+            if len(values) != 1 or values[0] is None or values[0].start_byte > loop.start_byte:
+                return False
+            todo.append(source.text(values[0]))
     return True
+
+
+def _free_names(text: str) -> set[str]:
+    """The names in `text`, not the fields after a `.` (`blockIdx.x` names blockIdx only)."""
+    return set(re.findall(r"(?<![.\w])[A-Za-z_]\w*", text))
 
 
 def _names(text: str) -> set[str]:
