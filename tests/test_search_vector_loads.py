@@ -70,6 +70,8 @@ def test_a_compound_update_of_the_element_is_its_read_and_its_write() -> None:
                             "for (int k = 0; k < 3; ++k) c[i] = a[i] + b[i];"), "a loop"),
         (FACTS, ADD.replace("float", "half"), "an element type with no 16-byte vector here"),
         (FACTS, ADD.replace("if (i < n) c[i]", "c[i]"), "no guard"),
+        (FACTS, ADD.replace("i < n", "i < n - threadIdx.x"), "a bound that differs by thread"),
+        (FACTS, ADD.replace("i < n", "i < n - (int)blockIdx.x"), "a bound that differs by block"),
     ],
 )  # fmt: skip
 def test_what_it_cannot_prove_element_wise_is_refused(facts: Facts, code: str, why: str) -> None:

@@ -17,7 +17,8 @@ kernel is `index; guard; rest` (`if (i < n) {rest}` or `if (i >= n) return; rest
 in the rest only as the whole index of `P[i]` for pointer parameters of one element type
 (float, int or double), each such pointer is read as a value or written once by a top-level
 `P[i] = ...;` with no read of it after that statement, the rest holds no loop, no jump, no
-thread or block index and calls only math functions, and every launch found passes distinct
+thread or block index and calls only math functions (and the bound n none either: it must be
+the same for every thread), and every launch found passes distinct
 pointers (so a write through one cannot change what another reads). The kernel-wide refusals
 are staging.py's. Threads past n/W now exit at once: fewer threads do the same work, which
 benchmark_code times.
@@ -25,6 +26,7 @@ benchmark_code times.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import tree_sitter
@@ -62,6 +64,8 @@ def _plan(source: Source, kernel: Kernel, facts: Facts) -> Plan | None:
     if index is None or guarded is None or not guarded[1] or not BOUND.fullmatch(guarded[0]):
         return None
     bound, rest = guarded
+    if re.findall(r"(?<![.\w])(?:threadIdx|blockIdx)\b", bound):
+        return None  # a bound that differs between threads: the rewrite deals elements anew
     if not element_wise(source, rest):
         return None
     found = access(source, kernel, facts, index, rest)
