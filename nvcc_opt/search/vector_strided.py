@@ -151,13 +151,7 @@ def _uniform(source: Source, kernel: Kernel, loop: tree_sitter.Node, text: str, 
             return False
         for name in names - seen - set(kernel.params):
             seen.add(name)
-            values = [
-                n.child_by_field_name("value")
-                for n in walk(kernel.body)
-                if n.type == "init_declarator"
-                and (d := n.child_by_field_name("declarator")) is not None
-                and source.text(d) == name
-            ]
+            values = _values(source, kernel, name)
             declared = any(
                 n.type == "declaration" and declared_name(n) is not None
                 and source.text(declared_name(n)) == name  # type: ignore[arg-type]
@@ -169,6 +163,17 @@ def _uniform(source: Source, kernel: Kernel, loop: tree_sitter.Node, text: str, 
                 return False
             todo.append(source.text(values[0]))
     return True
+
+
+def _values(source: Source, kernel: Kernel, name: str) -> list[tree_sitter.Node | None]:
+    """The initial values of every declaration of `name` in the kernel (None: none given)."""
+    return [
+        n.child_by_field_name("value")
+        for n in walk(kernel.body)
+        if n.type == "init_declarator"
+        and (d := n.child_by_field_name("declarator")) is not None
+        and source.text(d) == name
+    ]
 
 
 def _free_names(text: str) -> set[str]:
@@ -247,13 +252,7 @@ def _is(
     if not re.fullmatch(r"[A-Za-z_]\w*", text.strip()):
         return False
     name = text.strip()
-    values = [
-        n.child_by_field_name("value")
-        for n in walk(kernel.body)
-        if n.type == "init_declarator"
-        and (d := n.child_by_field_name("declarator")) is not None
-        and source.text(d) == name
-    ]
+    values = _values(source, kernel, name)
     if len(values) != 1 or values[0] is None or values[0].start_byte > loop.start_byte:
         return False
     if name in kernel.params or name in changed:
