@@ -222,3 +222,25 @@ def test_a_launch_whose_line_holds_a_loop_header_is_read_on() -> None:
     assert _complete("  k<<<grid, block>>>(a, b);")
     assert not _complete("for (int r = 0; r < reps; ++r) RPlaunchCudaKernel( (k<256>),")
     assert not _complete("  launch(k, grid, 256,")
+
+
+def test_two_pointers_into_one_array_are_aliased_whatever_their_offsets() -> None:
+    """`k<<<...>>>(tmp, tmp + 1)` passes two texts but one array: every transform that relies
+    on distinct pointers (restrict, read-only loads, vectors, fusion) must see them as one."""
+    from nvcc_opt.search import launches
+    from nvcc_opt.search.launches import facts_from, pointer_base
+
+    code = "__global__ void k(const float* a, float* b, int n) { b[0] = a[0]; }\n"
+    for first, second, shared in [
+        ("tmp", "tmp + 1", True),
+        ("&buf[8]", "buf", True),
+        ("(const float*)x + n", "x", True),
+        ("s.data", "s.data + 4", True),
+        ("x", "y", False),
+        ("x + n", "y + n", False),
+    ]:
+        host = f"void run(float* tmp, float* buf, float* x, float* y, S s, int n) {{ k<<<1, 32>>>({first}, {second}, n); }}\n"  # noqa: E501
+        found = launches.launches(host)
+        facts = facts_from(code, found, {})
+        assert ("k" not in facts.no_alias) == shared, (first, second)
+        assert (pointer_base(first) == pointer_base(second)) == shared

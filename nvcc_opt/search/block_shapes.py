@@ -64,9 +64,14 @@ def block_sizes(source: Source) -> list[BlockSize]:
             return []  # a launch whose grid would not follow: change none
         kernel = kernels.get(launched)
         if kernel is not None and (
-            kernel.launch_bounds or shared_apart(source, kernel, name) or crossed(source, kernel)
+            kernel.launch_bounds
+            or shared_apart(source, kernel, name)
+            or crossed(source, kernel)
+            or not plain_indices(source, kernel)  # `out[blockIdx.x]`: one result per block
         ):
             return []
+        if not _rounds_up(source, config[0], name):
+            return []  # `n / block`: another block covers other elements
         found[definition.numbers[0].start_byte] = definition
         names.add(name)
     for _, config in launches:
@@ -228,6 +233,25 @@ def shared_apart(source: Source, kernel: Kernel, name: str) -> bool:
         if not sizes or any(name not in identifiers(source, s) for s in sizes):
             return True
     return False
+
+
+def _rounds_up(source: Source, grid: tree_sitter.Node, name: str) -> bool:
+    """Whether every division by the block `name` in the grid rounds up: `(n + name - 1) /
+    name` (or with the extent's literal less one), so that the grid covers n whatever the block
+    becomes; a floor division covers a number of elements that changes with the block."""
+    for node in walk(grid):
+        if node.type != "binary_expression" or operator_type(node) != "/":
+            continue
+        right = node.child_by_field_name("right")
+        if right is None or name not in {source.text(n) for n in walk(right)}:
+            continue
+        left = node.child_by_field_name("left")
+        while left is not None and left.type == "parenthesized_expression" and left.named_children:
+            left = left.named_children[0]
+        text = "".join(source.text(left).split()) if left is not None else ""
+        if not re.search(rf"\+\(?{re.escape(name)}-1\)?$|\+\d+$", text):
+            return False
+    return True
 
 
 def plain_indices(source: Source, kernel: Kernel) -> bool:

@@ -101,15 +101,33 @@ def _step(source: Source, kernel: Kernel) -> Step | None:
     if sum(n in FORBIDDEN for n in names) != 3 or "__shared__" in source.text(kernel.body):
         return None
     holders = _array_holders(source, kernel)
+    params = holders & set(kernel.params)
     for statement in rest:
         for node in walk(statement):
             if node.type in ("return_statement", "pointer_expression", "goto_statement"):
                 return None
-            if node.type == "subscript_expression" and not _at_row(source, node, row):
-                return None
+            if node.type == "subscript_expression" and not (
+                _at_row(source, node, row) and _of_parameter(source, node, params)
+            ):
+                return None  # another element, or one through a local, a cast, an offset
+            if node.type == "assignment_expression" and _assigns_holder(source, node, holders):
+                return None  # a pointer moved: its element i is another array element
             if node.type == "call_expression" and _passes(source, node, holders):
                 return None
     return Step(kernel, source.text(body[0]), row, bound, rest)
+
+
+def _of_parameter(source: Source, node: tree_sitter.Node, holders: set[str]) -> bool:
+    """Whether the subscripted array is a parameter's, by its name (or a member of it)."""
+    base = node.child_by_field_name("argument")
+    while base is not None and base.type == "field_expression":
+        base = base.child_by_field_name("argument")
+    return base is not None and base.type == "identifier" and source.text(base) in holders
+
+
+def _assigns_holder(source: Source, node: tree_sitter.Node, holders: set[str]) -> bool:
+    left = node.child_by_field_name("left")
+    return left is not None and left.type == "identifier" and source.text(left) in holders
 
 
 def _at_row(source: Source, node: tree_sitter.Node, row: str) -> bool:
@@ -215,7 +233,9 @@ def _fits(
     if not shape or _plan(source, steps, run) is None:
         return False
     if all(one[2] == head[2] and _same_parameters(source, steps, one[0], head[0]) for one in run):
-        return True  # one parameter list, one set of arguments: nothing can alias anew
+        # one parameter list, one set of arguments: nothing aliases anew, but two arguments of
+        # that set may overlap (`tmp, tmp + 1`): then kernel k + 1 reads what k writes elsewhere
+        return all(one[0] in facts.no_alias for one in run)
     # Other arguments per kernel: as `__restrict__` does, rely on every launch passing distinct
     # pointers (facts.no_alias), each a plain name, so step k reads element i of what it names.
     pointers = [p for one in run for p in _pointer_arguments(source, steps[one[0]], one)]

@@ -254,15 +254,37 @@ def aliased(launch: Launch, pointer_positions: Iterable[int], params: int = 0) -
 
 
 def _twins(args: tuple[str, ...], positions: list[int]) -> bool:
+    """Whether two of the pointer arguments may point into one array: the same text, or the
+    same base (`tmp` and `tmp + 1`, `&buf[k]` and `buf`, through casts)."""
     seen: set[str] = set()
     for position in positions:
         if position >= len(args):
             return True  # a launch we do not understand: assume the worst
-        text = "".join(args[position].split())
-        if text in seen:
+        base = pointer_base(args[position])
+        if base in seen:
             return True
-        seen.add(text)
+        seen.add(base)
     return False
+
+
+_CAST = re.compile(r"^\(\s*(const\s+)?[A-Za-z_][\w:<>\s]*\*+\s*\)")
+
+
+def pointer_base(argument: str) -> str:
+    """The array an argument points into, as written: `tmp` of `tmp + 1`, `(float*)tmp + 4`,
+    `&tmp[8]` and `tmp`; the whole text when it starts with no name.
+
+    >>> [pointer_base(a) for a in ("tmp + 1", "&buf[k]", "(float*)(x) + n", "s.data + 2", "3")]
+    ['tmp', 'buf', 'x', 's.data', '3']
+    """
+    text = "".join(argument.split())
+    while True:
+        stripped = _CAST.sub("", text).lstrip("&(")
+        if stripped == text:
+            break
+        text = stripped
+    found = re.match(r"[A-Za-z_]\w*(?:(?:\.|->)[A-Za-z_]\w*)*", text)
+    return found.group(0) if found else text
 
 
 def aliased_by_callers(

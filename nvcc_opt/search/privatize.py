@@ -8,9 +8,9 @@ sums to global memory once at the end.
 The transform applies to a kernel whose every use of a pointer parameter P is the address of an
 `atomicAdd(&P[e], v);` whose result is not used (a privatized add returns the block's count, not
 the grid's). Where every index is `e % B`, B a compile-time constant (a literal or a name that is
-not a parameter or local of the kernel), B bounds the index and the shared copy has B counters.
-Otherwise (a histogram's `bins[values[i]]`) the shared copy has `GUARDED_SLOTS` counters and each
-add checks its index: one inside them goes to the shared copy, any other to P as before. The
+not a parameter or local of the kernel), the shared copy has B counters; otherwise (a histogram's
+`bins[values[i]]`) it has `GUARDED_SLOTS`. Either way each add checks its index: one inside the
+copy goes to it, any other to P as before (`e % B` is negative for a negative signed e). The
 flush adds only counters that are not zero, so it touches no address of P the original did not.
 The kernel's statements run inside `do { ... } while (0)` with each `return;` as `break;` (so
 every thread reaches the barriers), which needs every return outside loops and switches. The
@@ -88,7 +88,9 @@ def _target(source: Source, kernel: Kernel) -> Target | None:
         bounds = {_bound(source, add.index, runtime) for add in found}
         bound = bounds.pop() if len(bounds) == 1 else None
         if bound is not None and not (bound.isdigit() and int(bound) > GUARDED_SLOTS):
-            return Target(pointer, bound, found, guarded=False)
+            # guarded still: `e % B` is negative for a negative signed e (C++ truncates), and
+            # such an add goes to P as before
+            return Target(pointer, bound, found, guarded=True)
         return Target(pointer, str(GUARDED_SLOTS), found, guarded=True)
     return None
 

@@ -24,9 +24,11 @@ from nvcc_opt.search.cuda import (
     Edit,
     Kernel,
     Source,
+    declared_name,
     edited,
     identifiers,
     indentation,
+    modified,
     squeeze,
     walk,
 )
@@ -95,6 +97,11 @@ def _product(source: Source, kernel: Kernel) -> Product | None:
     if found is None:
         return None
     variable, bound, accumulator, left, right = found
+    names = {source.text(n) for n in walk(loop.child_by_field_name("condition") or loop)
+             if n.type == "identifier"} - {variable}  # fmt: skip
+    local = {source.text(d) for n in walk(kernel.body) if (d := declared_name(n)) is not None}
+    if names & (local | modified(source, kernel.body)):
+        return None  # the bound must be the block's own: a local could differ by thread
     kind = _declared_type(source, decls, accumulator)
     if kind is None:
         return None

@@ -35,9 +35,13 @@ from nvcc_opt.search.kernel_facts import (
     statements,
     unit_loop,
 )
+from nvcc_opt.search.read_patterns import math_call
 
 ACCUMULATOR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long"}
 ZERO = re.compile(r"^\(?\s*0+(\.0*)?([eE][+-]?\d+)?[fFlLuU]*\s*\)?$")
+
+# what reads memory, or may: a condition holding one may differ from row to row
+MEMORY = {"subscript_expression", "call_expression", "pointer_expression", "field_expression"}
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,10 @@ def _row_loop(source: Source, kernel: Kernel) -> RowLoop | None:
     guarded = index_guard(source, body[1], row)
     if guarded is None:
         return None
+    condition = body[1].child_by_field_name("condition") or body[1]
+    rows = [n for n in walk(condition) if n.type == "identifier" and source.text(n) == row]
+    if len(rows) != 1 or any(n.type in MEMORY for n in walk(condition)):
+        return None  # a bound read per row: a warp returning on one row would skip its others
     wraps, inner = guarded
     if wraps and len(body) != 2:
         return None
@@ -143,6 +151,11 @@ def _row_loop(source: Source, kernel: Kernel) -> RowLoop | None:
     if parts is None:
         return None
     decls, loop, tail = parts
+    for node in (n for d in decls for n in walk(d)):
+        if node.type in ("assignment_expression", "update_expression") or (
+            node.type == "call_expression" and not math_call(source, node)
+        ):
+            return None  # each lane of the warp runs the declarations now: once per lane
     variable = unit_loop(source, loop)
     if variable is None or not _reads_along_rows(source, loop, row, variable):
         return None
