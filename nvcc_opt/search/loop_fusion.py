@@ -42,6 +42,16 @@ ALLOWED = {
 MAX_CHAIN = 16
 
 
+# the words of a builtin arithmetic type
+ARITHMETIC = {
+    "int", "unsigned", "signed", "long", "short", "char", "float", "double", "bool", "size_t",
+    "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+}  # fmt: skip
+# what reads memory, or may, in a loop header
+MEMORY_READS = {"subscript_expression", "pointer_expression", "call_expression", "field_expression"}
+PARTS = ("condition", "update")
+
+
 def fuse_loops(code: str, facts: Facts) -> str | None:
     """Every run of consecutive same-range loops in a kernel fused, or None."""
     del facts  # the proof needs no launch facts: distinctness comes from the kernel's own code
@@ -130,6 +140,9 @@ def _fused(
         return None
     if not (_allowed(source, body1) and _allowed(source, body2)):
         return None
+    heads = [loop.child_by_field_name(part) for loop in (first, second) for part in PARTS]
+    if any(n.type in MEMORY_READS for h in heads if h is not None for n in walk(h)):
+        return None  # a bound read from memory a body may write: the trip counts could differ
     names2 = _identifiers(source, body2)
     if index != index2 and index in names2:
         return None  # the second body already means something else by the first's index
@@ -276,24 +289,34 @@ def _independent(first: _Uses, second: _Uses, kinds: dict[str, str]) -> bool:
 
 def _name_kinds(source: Source, kernel: Kernel) -> dict[str, str]:
     """name -> "own" (an array the kernel declares, or a parameter or local that is a plain
-    value: memory no other name reaches), "restrict" (a `__restrict__` pointer parameter) or
-    "made" (a pointer or reference the kernel declares); other names (plain pointer parameters,
-    globals) are unknown."""
+    value of a builtin arithmetic type: memory no other name reaches), "restrict" (a
+    `__restrict__` pointer parameter) or "made" (a pointer or reference the kernel declares, or
+    a local of any other type: `auto p = x + 1` is a pointer, a struct may hold one); other
+    names (plain pointer parameters, struct parameters, globals) are unknown."""
     kinds = {p.name: "restrict" for p in kernel.pointers if p.restrict}
     declarator = kernel.node.child_by_field_name("declarator")
     parameters = declarator.child_by_field_name("parameters") if declarator else None
     for param in parameters.named_children if parameters is not None else []:
         found = _declared(source, param.child_by_field_name("declarator"))
-        if found is not None and found[1] == "value":
+        if found is not None and found[1] == "value" and _arithmetic(source, param):
             kinds[found[0]] = "own"
     for node in walk(kernel.body):
         if node.type != "declaration":
             continue
+        plain = _arithmetic(source, node)
         for child in node.children_by_field_name("declarator"):
             found = _declared(source, child)
             if found is not None:
-                kinds[found[0]] = "own" if found[1] in ("value", "array") else "made"
+                own = found[1] == "array" or (found[1] == "value" and plain)
+                kinds[found[0]] = "own" if own else "made"
     return kinds
+
+
+def _arithmetic(source: Source, declaration: tree_sitter.Node) -> bool:
+    """Whether a declaration's type is a builtin arithmetic type (what holds no pointer)."""
+    kind = declaration.child_by_field_name("type")
+    words = set(source.words(kind).split()) - {"const", "volatile"} if kind else set()
+    return bool(words) and words <= ARITHMETIC
 
 
 def _declared(source: Source, node: tree_sitter.Node | None) -> tuple[str, str] | None:

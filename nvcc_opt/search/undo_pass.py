@@ -93,7 +93,11 @@ def drop_undo(code: str, facts: Facts) -> str | None:
                     continue
                 for j in range(i + 1, len(items)):
                     back = _update_loop(source, items[j], arrays, owned)
-                    if back is not None and _undoes(shift, back):
+                    if (
+                        back is not None
+                        and _undoes(shift, back)
+                        and _unaliased(source, kernel, shift, helpers)
+                    ):
                         if _untouched(source, items[i + 1 : j], shift, arrays, helpers):
                             return _rewrite(code, source, kernel, shift, back, arrays)
                         break
@@ -235,6 +239,31 @@ def _undoes(shift: _Loop, back: _Loop) -> bool:
     return all(wanted.get(u.array) == (u.operator, u.expression) for u in back.updates)
 
 
+def _unaliased(
+    source: Source, kernel: Kernel, shift: _Loop, helpers: Mapping[str, frozenset[int]]
+) -> bool:
+    """Whether every use of an updated array in the kernel is an element of it (`p[j]`), its
+    declaration, or an argument of a call that cannot write through it: no pointer to it
+    (`float* q = p;`) through which a write could go unseen."""
+    updated = {u.array for u in shift.updates}
+    for node in walk(kernel.body):
+        if node.type != "identifier" or source.text(node) not in updated:
+            continue
+        parent = node.parent
+        if parent is None:
+            return False
+        if parent.type == "subscript_expression" and parent.child_by_field_name("argument") == node:
+            continue
+        if parent.type in ("array_declarator", "init_declarator") and (
+            parent.child_by_field_name("declarator") == node
+        ):
+            continue
+        if parent.type == "argument_list" and _harmless_use(source, node, True, helpers):
+            continue
+        return False
+    return True
+
+
 def _untouched(
     source: Source,
     between: list[tree_sitter.Node],
@@ -245,6 +274,9 @@ def _untouched(
     """Whether no statement between the loops can change an updated array or a name the
     expressions read (see the module's docstring)."""
     guarded = {u.array for u in shift.updates} | set(shift.reads)
+    for part in ("initializer", "condition", "update"):  # the loops' bounds: the same header
+        head = shift.node.child_by_field_name(part)  # text names the same values only if
+        guarded |= identifiers(source, head) - {shift.index} if head is not None else set()
     for statement in between:
         for node in walk(statement):
             if node.type in FORBIDDEN_BETWEEN:
