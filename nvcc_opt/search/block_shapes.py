@@ -236,9 +236,10 @@ def shared_apart(source: Source, kernel: Kernel, name: str) -> bool:
 
 
 def _rounds_up(source: Source, grid: tree_sitter.Node, name: str) -> bool:
-    """Whether every division by the block `name` in the grid rounds up: `(n + name - 1) /
-    name` (or with the extent's literal less one), so that the grid covers n whatever the block
-    becomes; a floor division covers a number of elements that changes with the block."""
+    """Whether every division by the block `name` in the grid rounds up by the block itself:
+    `(n + name - 1) / name`, so that the grid covers n whatever the block becomes. A floor
+    division covers a number of elements that changes with the block, and `(n + 255) / name`
+    rounds up by the old extent only: a smaller block would launch threads past n."""
     for node in walk(grid):
         if node.type != "binary_expression" or operator_type(node) != "/":
             continue
@@ -249,7 +250,7 @@ def _rounds_up(source: Source, grid: tree_sitter.Node, name: str) -> bool:
         while left is not None and left.type == "parenthesized_expression" and left.named_children:
             left = left.named_children[0]
         text = "".join(source.text(left).split()) if left is not None else ""
-        if not re.search(rf"\+\(?{re.escape(name)}-1\)?$|\+\d+$", text):
+        if not re.search(rf"\+\(?{re.escape(name)}-1\)?$", text):
             return False
     return True
 
