@@ -58,7 +58,6 @@ class Target:
     pointer: PointerParam
     bound: str  # the shared copy's counters: B, or GUARDED_SLOTS
     adds: list[Add]
-    guarded: bool  # each add checks its index against the bound
 
 
 def shared_atomics(code: str, facts: Facts) -> str | None:
@@ -88,10 +87,8 @@ def _target(source: Source, kernel: Kernel) -> Target | None:
         bounds = {_bound(source, add.index, runtime) for add in found}
         bound = bounds.pop() if len(bounds) == 1 else None
         if bound is not None and not (bound.isdigit() and int(bound) > GUARDED_SLOTS):
-            # guarded still: `e % B` is negative for a negative signed e (C++ truncates), and
-            # such an add goes to P as before
-            return Target(pointer, bound, found, guarded=True)
-        return Target(pointer, str(GUARDED_SLOTS), found, guarded=True)
+            return Target(pointer, bound, found)  # still checked: `e % B` < 0 for a signed e < 0
+        return Target(pointer, str(GUARDED_SLOTS), found)
     return None
 
 
@@ -189,24 +186,13 @@ def _body(source: Source, kernel: Kernel, target: Target) -> bytes:
 
 
 def _inner(source: Source, kernel: Kernel, target: Target, private: str) -> str:
-    """The kernel's body with its atomics on the private copy (checked against its size where
-    guarded) and `return;` as `break;`."""
+    """The kernel's body with its atomics on the private copy (each index checked against its
+    size) and `return;` as `break;`."""
     body = kernel.body
-    edits: list[tuple[int, int, bytes]] = []
-    for add in target.adds:
-        if target.guarded:
-            edits.append(
-                (
-                    add.statement.start_byte,
-                    add.statement.end_byte,
-                    _guarded(source, add, target, private),
-                )
-            )
-            continue
-        subscript = add.address.named_children[0]
-        pointer = subscript.child_by_field_name("argument")
-        assert pointer is not None
-        edits.append((pointer.start_byte, pointer.end_byte, private.encode()))
+    edits: list[tuple[int, int, bytes]] = [
+        (add.statement.start_byte, add.statement.end_byte, _guarded(source, add, target, private))
+        for add in target.adds
+    ]
     for node in walk(body):
         if node.type == "return_statement":
             edits.append((node.start_byte, node.end_byte, b"break;"))
