@@ -32,7 +32,7 @@ from nvcc_opt.search.cuda import (
     walk,
 )
 from nvcc_opt.search.kernel_facts import Facts, global_index_name, guarded_rest, statement_text
-from nvcc_opt.search.launches import pointer_base
+from nvcc_opt.search.launches import overlapping
 
 FORBIDDEN = (
     "threadIdx", "blockIdx", "blockDim", "gridDim", "__syncthreads", "__syncwarp", "__shared__",
@@ -238,8 +238,7 @@ def _fits(
         # arguments of that set may point into one array (`tmp, tmp + 1`): then kernel k + 1
         # reads at i what kernel k writes at i + 1. (Members of one struct argument are taken
         # as they are in the original: each element i is touched at i only.)
-        bases = [pointer_base(p) for p in _pointer_arguments(source, steps[head[0]], head)]
-        return len(bases) == len(set(bases))
+        return not overlapping(_pointer_arguments(source, steps[head[0]], head))
     # Other arguments per kernel: as `__restrict__` does, rely on every launch passing distinct
     # pointers (facts.no_alias), each a plain name, so step k reads element i of what it names.
     pointers = [p for one in run for p in _pointer_arguments(source, steps[one[0]], one)]

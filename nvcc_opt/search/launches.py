@@ -256,15 +256,15 @@ def aliased(launch: Launch, pointer_positions: Iterable[int], params: int = 0) -
 def _twins(args: tuple[str, ...], positions: list[int]) -> bool:
     """Whether two of the pointer arguments may point into one array: the same text, or the
     same base (`tmp` and `tmp + 1`, `&buf[k]` and `buf`, through casts)."""
-    seen: set[str] = set()
-    for position in positions:
-        if position >= len(args):
-            return True  # a launch we do not understand: assume the worst
-        base = pointer_base(args[position])
-        if base in seen:
-            return True
-        seen.add(base)
-    return False
+    if any(position >= len(args) for position in positions):
+        return True  # a launch we do not understand: assume the worst
+    return overlapping(args[position] for position in positions)
+
+
+def overlapping(pointers: Iterable[str]) -> bool:
+    """Whether two of these pointer arguments have one base (`pointer_base`)."""
+    bases = [pointer_base(p) for p in pointers]
+    return len(bases) != len(set(bases))
 
 
 _CAST = re.compile(r"^\(\s*(const\s+)?[A-Za-z_][\w:<>\s]*\*+\s*\)")
