@@ -29,11 +29,12 @@ from nvcc_opt.search.cuda import (
     Kernel,
     PointerParam,
     Source,
+    declared_name,
     edited,
     identifiers,
     walk,
 )
-from nvcc_opt.search.kernel_facts import Facts
+from nvcc_opt.search.kernel_facts import Facts, changed_names
 from nvcc_opt.search.read_patterns import (
     BUILTINS,
     LEAVES,
@@ -302,3 +303,51 @@ def _subscript_of_index(
         return None
     subscript = parent.parent
     return subscript if subscript is not None and subscript.type == "subscript_expression" else None
+
+
+def uniform(
+    source: Source, kernel: Kernel, at: tree_sitter.Node, text: str, allowed: set[str]
+) -> bool:
+    """Whether `text` (a bound n, an offset b) has one value for every thread that shares the
+    elements: free of memory reads and calls, and so are the values of the local names it uses
+    (declared once before `at`, never changed; followed through their values); of the builtin
+    indexes and extents, only those `allowed`. Parameters and names the kernel does not declare
+    (globals, constants, types in casts) are the same for every thread."""
+    changed = changed_names(source, kernel.body)
+    seen: set[str] = set()
+    todo = [text]
+    while todo:
+        current = todo.pop()
+        names = free_names(current)
+        if not BOUND.fullmatch(current) or names & (BUILTINS - allowed) or names & changed:
+            return False
+        for name in names - seen - set(kernel.params):
+            seen.add(name)
+            values = declared_values(source, kernel, name)
+            declared = any(
+                n.type == "declaration" and (d := declared_name(n)) is not None
+                and source.text(d) == name
+                for n in walk(kernel.body)
+            )  # fmt: skip
+            if not values and not declared:
+                continue  # not the kernel's: a global, a constant, a type in a cast
+            if len(values) != 1 or values[0] is None or values[0].start_byte > at.start_byte:
+                return False
+            todo.append(source.text(values[0]))
+    return True
+
+
+def declared_values(source: Source, kernel: Kernel, name: str) -> list[tree_sitter.Node | None]:
+    """The initial values of every declaration of `name` in the kernel (None: none given)."""
+    return [
+        n.child_by_field_name("value")
+        for n in walk(kernel.body)
+        if n.type == "init_declarator"
+        and (d := n.child_by_field_name("declarator")) is not None
+        and source.text(d) == name
+    ]
+
+
+def free_names(text: str) -> set[str]:
+    """The names in `text`, not the fields after a `.` (`blockIdx.x` names blockIdx only)."""
+    return set(re.findall(r"(?<![.\w])[A-Za-z_]\w*", text))

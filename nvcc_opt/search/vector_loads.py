@@ -26,7 +26,6 @@ benchmark_code times.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import tree_sitter
@@ -39,6 +38,7 @@ from nvcc_opt.search.element_access import (
     access,
     element_wise,
     rewrite_kernels,
+    uniform,
 )
 from nvcc_opt.search.element_vectors import copy, scalar, vectors
 from nvcc_opt.search.kernel_facts import Facts, global_index_name, guarded_rest, statements
@@ -64,7 +64,7 @@ def _plan(source: Source, kernel: Kernel, facts: Facts) -> Plan | None:
     if index is None or guarded is None or not guarded[1] or not BOUND.fullmatch(guarded[0]):
         return None
     bound, rest = guarded
-    if re.findall(r"(?<![.\w])(?:threadIdx|blockIdx)\b", bound):
+    if not uniform(source, kernel, body[1], bound, {"blockDim", "gridDim"}):
         return None  # a bound that differs between threads: the rewrite deals elements anew
     if not element_wise(source, rest):
         return None

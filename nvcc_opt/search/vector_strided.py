@@ -54,8 +54,11 @@ from nvcc_opt.search.element_access import (
     VECTOR,
     Access,
     access,
+    declared_values,
     element_wise,
+    free_names,
     rewrite_kernels,
+    uniform,
 )
 from nvcc_opt.search.element_vectors import copy, scalar, vectors
 from nvcc_opt.search.kernel_facts import (
@@ -67,7 +70,7 @@ from nvcc_opt.search.kernel_facts import (
     statement_text,
     statements,
 )
-from nvcc_opt.search.read_patterns import BUILTINS, LEAVES
+from nvcc_opt.search.read_patterns import LEAVES
 
 STRIDES = {"gridDim.x*blockDim.x", "blockDim.x*gridDim.x"}
 # (start, stride) of a block-stride loop, squeezed and without integer casts
@@ -113,9 +116,12 @@ def _loop_plan(source: Source, kernel: Kernel, facts: Facts, loop: tree_sitter.N
     if found is None or not element_wise(source, rest, found.base_nodes):
         return None
     offsets = [source.text(o) for o in found.base_nodes]
-    if not all(_uniform(source, kernel, loop, t, over) for t in [bound, *offsets]):
+    # in a grid-stride loop an element moves to another block: no block index either
+    allowed = {"blockDim", "gridDim"} | ({"blockIdx"} if over == BLOCK else set())
+    if not all(uniform(source, kernel, loop, t, allowed) for t in [bound, *offsets]):
         return None
-    if {p.name for p in kernel.pointers} & {n for t in offsets for n in _free_names(t)}:
+    offset_names = {n for t in offsets for n in free_names(t)}
+    if {p.name for p in kernel.pointers} & offset_names:
         return None
     inside = [n for s in rest for n in walk(s)]
     declared = {
@@ -128,57 +134,9 @@ def _loop_plan(source: Source, kernel: Kernel, facts: Facts, loop: tree_sitter.N
         return None  # a name carried from one element to the next (a sum, a counter)
     if _names(bound) & {*found.reads, *found.writes}:
         return None
-    if {n for t in offsets for n in _free_names(t)} & declared:
+    if offset_names & declared:
         return None  # an offset that changes from one element to the next
     return Plan(loop, index, start, stride, bound, rest, found, over)
-
-
-def _uniform(source: Source, kernel: Kernel, loop: tree_sitter.Node, text: str, over: str) -> bool:
-    """Whether `text` (the bound n, an offset b) has one value for every thread that shares the
-    loop's elements: free of memory reads and calls, and so are the values of the local names
-    it uses (declared once before the loop, never changed; followed through their values);
-    no thread index anywhere, and in a grid-stride loop no block index either (there an
-    element moves to another block). Parameters and names the kernel does not declare (globals,
-    constants) are the same for every thread."""
-    changed = changed_names(source, kernel.body)
-    allowed = {"blockDim", "gridDim"} | ({"blockIdx"} if over == BLOCK else set())
-    seen: set[str] = set()
-    todo = [text]
-    while todo:
-        current = todo.pop()
-        names = _free_names(current)
-        if not BOUND.fullmatch(current) or names & (BUILTINS - allowed) or names & changed:
-            return False
-        for name in names - seen - set(kernel.params):
-            seen.add(name)
-            values = _values(source, kernel, name)
-            declared = any(
-                n.type == "declaration" and declared_name(n) is not None
-                and source.text(declared_name(n)) == name  # type: ignore[arg-type]
-                for n in walk(kernel.body)
-            )  # fmt: skip
-            if not values and not declared:
-                continue  # not the kernel's: a global, a constant, a type in a cast
-            if len(values) != 1 or values[0] is None or values[0].start_byte > loop.start_byte:
-                return False
-            todo.append(source.text(values[0]))
-    return True
-
-
-def _values(source: Source, kernel: Kernel, name: str) -> list[tree_sitter.Node | None]:
-    """The initial values of every declaration of `name` in the kernel (None: none given)."""
-    return [
-        n.child_by_field_name("value")
-        for n in walk(kernel.body)
-        if n.type == "init_declarator"
-        and (d := n.child_by_field_name("declarator")) is not None
-        and source.text(d) == name
-    ]
-
-
-def _free_names(text: str) -> set[str]:
-    """The names in `text`, not the fields after a `.` (`blockIdx.x` names blockIdx only)."""
-    return set(re.findall(r"(?<![.\w])[A-Za-z_]\w*", text))
 
 
 def _names(text: str) -> set[str]:
@@ -252,7 +210,7 @@ def _is(
     if not re.fullmatch(r"[A-Za-z_]\w*", text.strip()):
         return False
     name = text.strip()
-    values = _values(source, kernel, name)
+    values = declared_values(source, kernel, name)
     if len(values) != 1 or values[0] is None or values[0].start_byte > loop.start_byte:
         return False
     if name in kernel.params or name in changed:
