@@ -131,7 +131,7 @@ def test_nvcc_emits_16_byte_loads_and_stores_for_sm_90(name: str, tmp_path: Path
     assert_ptx_has(name, vector_loads_strided, POSITIVE[name], tmp_path)
 
 
-PROGRAM = """\
+COMPARE = """\
 #include <cstdio>
 #include <cstring>
 #include <cuda_runtime.h>
@@ -140,21 +140,18 @@ namespace strided {{
 {rewritten}
 }}
 int main() {{
-  const int lengths[] = {{0, 1, 3, 4, 5, 7, 8, 1023, 4097, 100003}};
-  const int grids[][2] = {{{{1, 32}}, {{7, 64}}, {{264, 256}}}};
-  const int most = 100003 + 8;
+  {sizes}
   float *x, *a, *b;
   cudaMallocManaged(&x, sizeof(float) * most);
   cudaMallocManaged(&a, sizeof(float) * most);
   cudaMallocManaged(&b, sizeof(float) * most);
   for (int k = 0; k < most; ++k) x[k] = 0.37f * (k % 1013) - 150.0f;
   int differ = 0, checked = 0;
-  for (int offset = 0; offset < 4; ++offset)  // 1-3: pointers 4, 8, 12 bytes past alignment
-    for (int n : lengths)
-      for (auto& g : grids) {{
+  for (int offset = 0; offset < 4; ++offset)  // {offsets}
+    {loops} {{
         for (int k = 0; k < most; ++k) a[k] = b[k] = -1.0f;
-        scale<<<g[0], g[1]>>>(x + offset, a + offset, n, 1.5f);
-        strided::scale<<<g[0], g[1]>>>(x + offset, b + offset, n, 1.5f);
+        {kernel}<<<{config}>>>(x + offset, a + offset, {extent}, 1.5f);
+        strided::{kernel}<<<{config}>>>(x + offset, b + offset, {extent}, 1.5f);
         if (cudaDeviceSynchronize() != cudaSuccess) return 2;
         differ += std::memcmp(a, b, sizeof(float) * most) != 0;
         ++checked;
@@ -163,6 +160,16 @@ int main() {{
   return differ == 0 ? 0 : 1;
 }}
 """
+GRID_CASES = {
+    "sizes": "const int lengths[] = {0, 1, 3, 4, 5, 7, 8, 1023, 4097, 100003};\n"
+    "  const int grids[][2] = {{1, 32}, {7, 64}, {264, 256}};\n"
+    "  const int most = 100003 + 8;",
+    "offsets": "1-3: pointers 4, 8, 12 bytes past alignment",
+    "loops": "for (int n : lengths)\n      for (auto& g : grids)",
+    "kernel": "scale",
+    "config": "g[0], g[1]",
+    "extent": "n",
+}
 
 
 @needs_nvcc
@@ -174,7 +181,8 @@ def test_the_same_bits_as_the_original_for_every_alignment_length_and_grid(
 ) -> None:
     rewritten = vector_loads_strided(kernel, FACTS)
     assert rewritten is not None
-    assert_program_passes(PROGRAM.format(original=kernel, rewritten=rewritten), tmp_path)
+    program = COMPARE.format(original=kernel, rewritten=rewritten, **GRID_CASES)
+    assert_program_passes(program, tmp_path)
 
 
 ROWS = """\
@@ -186,38 +194,16 @@ __global__ void rows(const float* x, float* y, int cols, float a) {
   }
 }
 """
-ROWS_PROGRAM = """\
-#include <cstdio>
-#include <cstring>
-#include <cuda_runtime.h>
-{original}
-namespace strided {{
-{rewritten}
-}}
-int main() {{
-  const int widths[] = {{1, 3, 4, 5, 7, 8, 33, 1023, 4097}};
-  const int blocks[] = {{32, 96, 256}};
-  const int rows = 37, most = rows * 4097 + 8;
-  float *x, *a, *b;
-  cudaMallocManaged(&x, sizeof(float) * most);
-  cudaMallocManaged(&a, sizeof(float) * most);
-  cudaMallocManaged(&b, sizeof(float) * most);
-  for (int k = 0; k < most; ++k) x[k] = 0.37f * (k % 1013) - 150.0f;
-  int differ = 0, checked = 0;
-  for (int offset = 0; offset < 4; ++offset)  // rows of odd widths start unaligned as well
-    for (int cols : widths)
-      for (int block : blocks) {{
-        for (int k = 0; k < most; ++k) a[k] = b[k] = -1.0f;
-        rows<<<rows, block>>>(x + offset, a + offset, cols, 1.5f);
-        strided::rows<<<rows, block>>>(x + offset, b + offset, cols, 1.5f);
-        if (cudaDeviceSynchronize() != cudaSuccess) return 2;
-        differ += std::memcmp(a, b, sizeof(float) * most) != 0;
-        ++checked;
-      }}
-  std::printf("cases %d, differing %d\\n", checked, differ);
-  return differ == 0 ? 0 : 1;
-}}
-"""
+ROW_CASES = {
+    "sizes": "const int widths[] = {1, 3, 4, 5, 7, 8, 33, 1023, 4097};\n"
+    "  const int blocks[] = {32, 96, 256};\n"
+    "  const int count = 37, most = count * 4097 + 8;",  # `rows` names the kernel
+    "offsets": "rows of odd widths start unaligned as well",
+    "loops": "for (int cols : widths)\n      for (int block : blocks)",
+    "kernel": "rows",
+    "config": "count, block",
+    "extent": "cols",
+}
 ROW_FACTS = Facts(no_alias=frozenset({"rows"}))
 
 
@@ -243,7 +229,8 @@ def test_a_row_loop_gives_the_same_bits_for_every_alignment_width_and_block(
 ) -> None:
     rewritten = vector_loads_strided(ROWS, ROW_FACTS)
     assert rewritten is not None
-    assert_program_passes(ROWS_PROGRAM.format(original=ROWS, rewritten=rewritten), tmp_path)
+    program = COMPARE.format(original=ROWS, rewritten=rewritten, **ROW_CASES)
+    assert_program_passes(program, tmp_path)
 
 
 @pytest.mark.parametrize(
