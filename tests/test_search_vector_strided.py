@@ -17,7 +17,7 @@ from nvcc_opt.search.transforms import Facts
 from nvcc_opt.search.vector_strided import vector_loads_strided
 from tests.class_kernels import assert_ptx_has
 from tests.conftest import gpu_available, needs_nvcc
-from tests.cuda_programs import assert_program_passes
+from tests.cuda_programs import assert_compiles, assert_program_passes
 
 POSITIVE = {
     "vstride_axpy_unbraced.cu": ("ld.global.v4.f32", "st.global.v4.f32"),
@@ -248,3 +248,20 @@ def test_a_row_loop_whose_offset_or_bound_is_not_the_blocks_own_is_refused(
     assert (
         vector_loads_strided(ROWS.replace("const int row = blockIdx.x;", before), ROW_FACTS) is None
     ), why
+
+
+@needs_nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("kernel", "facts", "cases"),
+    [(SCALE, FACTS, GRID_CASES), (ACCUMULATE, FACTS, GRID_CASES), (ROWS, ROW_FACTS, ROW_CASES)],
+    ids=["assign", "compound", "rows"],
+)
+def test_the_gpu_comparison_programs_compile_here(
+    kernel: str, facts: Facts, cases: dict[str, str], tmp_path: Path
+) -> None:
+    """The GPU tests above run only where a GPU is; their programs compile everywhere (the row
+    program once named its count after the kernel, and only a GPU run would have shown it)."""
+    rewritten = vector_loads_strided(kernel, facts)
+    assert rewritten is not None
+    assert_compiles(COMPARE.format(original=kernel, rewritten=rewritten, **cases), tmp_path)
