@@ -184,10 +184,9 @@ def _leave_out_long(
 ) -> list[int]:
     """Leave out of `trainer`'s data the conversations longer than `max_length` tokens as trl
     tokenized them (those that eliding older tool results could not fit), and return their
-    lengths. trl would cut them at the end,
-    and the end of a teacher's conversation is its final answer: the turn the student most needs
-    (a 9,602-token trace of the search policy on an H100 lost all of its final answer at 8,192).
-    TooLong when none is left."""
+    lengths. trl would cut them at the end, and the end of a teacher's conversation is its final
+    answer: the turn the student most needs (a 9,602-token trace of the search policy on an H100
+    lost all of its final answer at 8,192). TooLong when none is left."""
     if max_length is None:
         return []
     data = trainer.train_dataset

@@ -120,8 +120,14 @@ class HFModel:
         """The prompt, with the oldest tool results elided where the whole conversation and
         `max_new_tokens` would not fit the context (`agent.context`), and how many were."""
         room = self.context_tokens() - self.max_new_tokens
-        fitted, elided, ok = fit(messages, lambda ms: self.count(self.render(ms, tools)) <= room)
-        prompt = self.render(fitted, tools)
+        last: list[Any] = [None, ""]  # the conversation rendered last, and its text
+
+        def fits(candidate: list[dict[str, Any]]) -> bool:
+            last[:] = [candidate, self.render(candidate, tools)]
+            return self.count(last[1]) <= room
+
+        fitted, elided, ok = fit(messages, fits)
+        prompt = last[1] if last[0] is fitted else self.render(fitted, tools)
         if not ok:
             raise ModelError(
                 f"{self.name}: the conversation is {self.count(prompt)} tokens with every older "
