@@ -46,6 +46,11 @@ THREADS = "(int)(blockDim.x * blockDim.y * blockDim.z)"
 MACRO_RETURN = re.compile(r"^[ \t]*#[ \t]*define\b[^\n]*\breturn\b", re.MULTILINE)
 WARP = 32
 AXES = ("x", "y", "z")
+# What reads memory, or may: an expression holding one may differ from thread to thread and from
+# one pass to the next (a bound, a guard).
+MEMORY_READS = frozenset(
+    {"subscript_expression", "pointer_expression", "call_expression", "field_expression"}
+)
 # Calls of math that neither touches memory nor leaves the thread (arguments taken by value).
 PURE_CALL = re.compile(
     r"(std::)?(f?(min|max|abs)f?|r?sqrtf?|fmaf?|(exp|exp2|expm1|log|log2|log10|log1p|sin|cos|tan"

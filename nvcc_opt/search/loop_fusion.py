@@ -27,7 +27,7 @@ import re
 import tree_sitter
 
 from nvcc_opt.search.cuda import Edit, Kernel, Source, edited, preceding_pragma, squeeze, walk
-from nvcc_opt.search.kernel_facts import PURE_CALL, Facts
+from nvcc_opt.search.kernel_facts import MEMORY_READS, PURE_CALL, Facts
 
 ALLOWED = {
     "compound_statement", "expression_statement", "declaration", "init_declarator",
@@ -47,8 +47,6 @@ ARITHMETIC = {
     "int", "unsigned", "signed", "long", "short", "char", "float", "double", "bool", "size_t",
     "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
 }  # fmt: skip
-# what reads memory, or may, in a loop header
-MEMORY_READS = {"subscript_expression", "pointer_expression", "call_expression", "field_expression"}
 PARTS = ("condition", "update")
 
 

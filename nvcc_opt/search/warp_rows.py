@@ -26,6 +26,7 @@ from nvcc_opt.search.cuda import (
     walk,
 )
 from nvcc_opt.search.kernel_facts import (
+    MEMORY_READS,
     WARP,
     Facts,
     global_index_name,
@@ -39,9 +40,6 @@ from nvcc_opt.search.read_patterns import math_call
 
 ACCUMULATOR_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "long", "long long"}
 ZERO = re.compile(r"^\(?\s*0+(\.0*)?([eE][+-]?\d+)?[fFlLuU]*\s*\)?$")
-
-# what reads memory, or may: a condition holding one may differ from row to row
-MEMORY = {"subscript_expression", "call_expression", "pointer_expression", "field_expression"}
 
 
 @dataclass(frozen=True)
@@ -140,7 +138,7 @@ def _row_loop(source: Source, kernel: Kernel) -> RowLoop | None:
         return None
     condition = body[1].child_by_field_name("condition") or body[1]
     rows = [n for n in walk(condition) if n.type == "identifier" and source.text(n) == row]
-    if len(rows) != 1 or any(n.type in MEMORY for n in walk(condition)):
+    if len(rows) != 1 or any(n.type in MEMORY_READS for n in walk(condition)):
         return None  # a bound read per row: a warp returning on one row would skip its others
     wraps, inner = guarded
     if wraps and len(body) != 2:
