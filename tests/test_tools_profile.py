@@ -262,6 +262,34 @@ def test_the_run_is_the_run_script_under_ncu_on_the_configured_gpu(project: Path
     assert "rescale_kernel" in staged["code"]
 
 
+def test_the_channel_library_is_probed_first_and_read_only_to_every_run(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that could rewrite the channel library (in the user's cache, loaded by every later
+    run and process) could steer every measurement after it: its folder is protected as the
+    private trees are, and it is looked for before the first run."""
+    library = tmp_path / "cache" / "nvcc-opt" / "channel" / "k" / "libchannel.so"
+    library.parent.mkdir(parents=True)
+    library.write_bytes(b"")
+    probes: list[int] = []
+
+    def channel(self: Benchmark) -> Path:
+        probes.append(len(_runner_of(self).calls))
+        return library
+
+    monkeypatch.setattr(Benchmark, "channel", channel)
+    tool, text = profiled(project, completed(0, ncu_output()))
+    assert not is_error(text), text
+    run = _runner(tool).calls[3]
+    assert library.parent in run.readonly and project in run.readonly
+    assert probes and probes[0] <= 3  # before the first run (calls 0-2: configures, build)
+
+
+def _runner_of(bench: Benchmark) -> ScriptedRunner:
+    assert isinstance(bench.runner, ScriptedRunner)
+    return bench.runner
+
+
 def test_given_code_is_profiled_with_its_flags(project: Path) -> None:
     region = Region.find(project / "src" / "k.cu", "pair")
     code = region.text.replace("y[i] *= s;", "y[i] = s * y[i];")

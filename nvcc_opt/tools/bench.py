@@ -124,8 +124,12 @@ class Benchmark:
 
     def build_of(self, tree: Path) -> Build:
         """A tree's runs may not write any private tree of this project (a candidate could
-        change the baseline's binary), nor the project or the user's build."""
-        protected = (tree.parent, self.config.root, self.config.build_dir)
+        change the baseline's binary), nor the project, the user's build or the channel library
+        (built into the user's cache, loaded by every later run and process)."""
+        protected: tuple[Path, ...] = (tree.parent, self.config.root, self.config.build_dir)
+        library = self.channel()  # probed before any candidate runs, whatever it finds
+        if library is not None:  # a run that rewrote it would steer every later measurement
+            protected += (library.parent,)
         return Build(tree, readonly=protected)
 
     def code_checks(self) -> CodeChecks:
