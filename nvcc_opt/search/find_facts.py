@@ -30,6 +30,7 @@ from nvcc_opt.search.pointer_aliases import (
     pointer_names,
     unresolved_pointers,
 )
+from nvcc_opt.search.shared_tiles import column_words
 from nvcc_opt.search.signatures import merge, readonly_params, signature_text
 from nvcc_opt.search.steps import Call, Step
 
@@ -69,7 +70,8 @@ def gather(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[
                     )
                     line = statement(search_lines(window))
                 found += _launches(line)
-        wanted = {w for launch in found for w in _words(launch.block)} - set(names)
+        wanted = {w for launch in found for w in _words(launch.block)} | column_words(code)
+        wanted -= set(names)
         for word in sorted(wanted):
             if not room():
                 break

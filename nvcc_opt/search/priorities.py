@@ -34,6 +34,7 @@ FEWER_INSTRUCTIONS = {
     "fuse_loops", "drop_undo",
 }  # fmt: skip
 FEWER_BARRIERS = {"warp_shuffle_tail", "warp_shuffle_scan"}
+FEWER_BANK_CONFLICTS = {"pad_shared"}
 FEWER_ATOMICS = {"warp_aggregate", "shared_atomics"}
 MORE_WARPS = {
     "launch_bounds", "block_half", "block_quarter", "block_double", "maxrregcount",
@@ -97,6 +98,9 @@ def _profile_rules(profile: Profile | None) -> list[Rule]:
             rules.append(Rule(2, frozenset(LOAD_LATENCY), f"{said} (waiting on global loads)"))
         elif reason in ("lg_throttle", "mio_throttle", "tex_throttle"):
             rules.append(Rule(2, frozenset(FEWER_LOAD_INSTRUCTIONS), f"{said} (too many loads)"))
+        if reason in ("mio_throttle", "short_scoreboard"):
+            rules.append(Rule(2, frozenset(FEWER_BANK_CONFLICTS), f"{said} (shared memory: "
+                              "bank conflicts replay its accesses)"))  # fmt: skip
         elif reason == "barrier":
             rules.append(Rule(3, frozenset(FEWER_BARRIERS), f"{said} (__syncthreads)"))
         elif reason in ("math_pipe_throttle", "wait", "short_scoreboard"):

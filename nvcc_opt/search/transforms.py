@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from nvcc_opt.search import (
     aggregate,
     annotate,
+    bank_padding,
     blocks,
     division,
     fusion,
@@ -196,6 +197,12 @@ TRANSFORMS: tuple[Transform, ...] = (
         "a short read-only run every lane reads alike loaded before its loop, 16 bytes at a time"
         " where aligned (the same values; a quarter of the loads for floats)",
         preload.preload_run,
+    ),
+    Transform(
+        "pad_shared",
+        "one more column on a shared tile a warp walks down a column of (the same values; a"
+        " column spread over every bank instead of a few, so its accesses are not serialized)",
+        bank_padding.pad_shared,
     ),
     Transform(
         "split_division",
