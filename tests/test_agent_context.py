@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import doctest
+from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from nvcc_opt.agent import context
+from nvcc_opt.agent.backends.vllm_local import VLLMModel
 from nvcc_opt.agent.context import elidable, fit
+from nvcc_opt.agent.model import ModelError
 
 
 def conversation(*results: int) -> list[dict[str, Any]]:
@@ -98,3 +103,59 @@ def test_a_result_cheaper_than_its_note_does_not_stop_the_search() -> None:
     whole = tokens(messages)
     fitted, count, ok = fit(messages, lambda ms: tokens(ms) <= whole - 200)
     assert ok and count == 2 and tokens(fitted) <= whole - 200
+
+
+class _Tokenizer:
+    """A word-per-token tokenizer with the chat template call vLLM's tokenizer answers."""
+
+    def apply_chat_template(self, messages: list[dict[str, Any]], **_: Any) -> list[int]:
+        return [0] * sum(len(str(m.get("content") or "").split()) + 4 for m in messages)
+
+
+class _Engine:
+    """Stands in for `vllm.LLM` (vLLM does not run on this machine): its context, tokenizer and
+    `chat`, which records the conversation it was given."""
+
+    def __init__(self, max_model_len: int) -> None:
+        self.llm_engine = SimpleNamespace(model_config=SimpleNamespace(max_model_len=max_model_len))
+        self.seen: list[dict[str, Any]] = []
+
+    def get_tokenizer(self) -> _Tokenizer:
+        return _Tokenizer()
+
+    def chat(self, messages: list[dict[str, Any]], *_: Any, **__: Any) -> list[Any]:
+        self.seen = messages
+        output = SimpleNamespace(text="done", token_ids=[1], finish_reason="stop")
+        return [SimpleNamespace(outputs=[output], prompt_token_ids=[0])]
+
+
+def _vllm(max_model_len: int) -> tuple[VLLMModel, _Engine]:
+    model = VLLMModel("/models/m", max_tokens=100)
+    engine = _Engine(max_model_len)
+    model._llm, model._params = engine, object()
+    return model, engine
+
+
+def test_the_vllm_backend_elides_the_oldest_results_to_fit_its_engine() -> None:
+    words = [{"role": "user", "content": "optimize"}] + [
+        m
+        for n in range(3)
+        for m in (
+            {"role": "assistant", "content": "", "tool_calls": [{"id": str(n)}]},
+            {"role": "tool", "content": " ".join(["w"] * 300)},
+        )
+    ]
+    model, engine = _vllm(max_model_len=100 + 5 + 4 + 3 * 4 + 2 * 300 + 60 + 50)
+    reply = model.complete(words, [])
+    assert reply.raw["elided_tool_results"] == 1
+    assert engine.seen[2]["content"].startswith("[this tool result")
+    assert engine.seen[4] is words[4] and engine.seen[6] is words[6]
+    roomy, engine = _vllm(max_model_len=10_000)
+    assert roomy.complete(words, []).raw["elided_tool_results"] == 0 and engine.seen is words
+
+
+def test_the_vllm_backend_refuses_what_cannot_fit_in_one_line() -> None:
+    model, _ = _vllm(max_model_len=120)
+    big = [{"role": "user", "content": " ".join(["w"] * 500)}]
+    with pytest.raises(ModelError, match=r"context is 120 tokens, 100 of them kept for the reply"):
+        model.complete(big, [])

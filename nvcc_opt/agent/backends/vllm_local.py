@@ -1,6 +1,9 @@
 """`vllm:PATH`: vLLM in-process, offline. `LLM.chat(tools=...)` only renders the tools into the
 prompt, so replies are text; the loop parses the <tool_call> blocks the model writes.
 vllm is imported when the model is first used, so a missing install fails with a clear message.
+A conversation longer than the engine's context (`max_model_len`) less `max_tokens` has its
+oldest tool results elided first, as the hf backend does (`agent/context.py`), counted with the
+engine's own tokenizer and chat template.
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+from nvcc_opt.agent.context import fit
 from nvcc_opt.agent.model import ModelError, Reply
 
 NOT_INSTALLED = (
@@ -29,6 +33,7 @@ class VLLMModel:
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         """One assistant turn. Raises ModelError."""
         self.load()
+        messages, elided = self._within_context(messages, tools)
         try:
             results = self._llm.chat(messages, self._params, tools=tools or None, use_tqdm=False)
         except (RuntimeError, ValueError) as err:
@@ -39,8 +44,32 @@ class VLLMModel:
             text=output.text,
             prompt_tokens=len(result.prompt_token_ids or ()),
             completion_tokens=len(output.token_ids),
-            raw={"finish_reason": output.finish_reason},
+            raw={"finish_reason": output.finish_reason, "elided_tool_results": elided},
         )
+
+    def _within_context(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The conversation with as few of its oldest tool results elided as it takes for it and
+        `max_tokens` to fit the engine's context, and how many were. Raises ModelError."""
+        tokenizer = self._llm.get_tokenizer()
+        context = int(self._llm.llm_engine.model_config.max_model_len)
+        room = context - self.max_tokens
+
+        def tokens(candidate: list[dict[str, Any]]) -> int:
+            ids = tokenizer.apply_chat_template(
+                candidate, tools=tools or None, add_generation_prompt=True, tokenize=True
+            )
+            return len(ids["input_ids"] if isinstance(ids, dict) else ids)
+
+        fitted, elided, ok = fit(messages, lambda candidate: tokens(candidate) <= room)
+        if not ok:
+            raise ModelError(
+                f"{self.name}: the conversation is {tokens(fitted)} tokens with every older tool "
+                f"result elided; the context is {context} tokens, {self.max_tokens} of them kept "
+                "for the reply (max_tokens)"
+            )
+        return fitted, elided
 
     def load(self) -> None:
         if self._llm is not None:
