@@ -237,3 +237,43 @@ def test_backend_not_built_or_not_installed(
     monkeypatch.setitem(backends.BACKENDS, "needs", "needs_dep:from_spec")
     with pytest.raises(ModelError, match="needs the Python package 'no_such_package_xyz'"):
         backends.load("needs")
+
+
+def _long_conversation() -> list[dict[str, Any]]:
+    calls = [
+        m
+        for n in range(3)
+        for m in (
+            {"role": "assistant", "content": "", "tool_calls": [call(f"c{n}", "file_viewer", {})]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": str(n) * 2000},
+        )
+    ]
+    return [*MESSAGES, *calls]
+
+
+FULL = {
+    "error": {
+        "message": "This model's maximum context length is 8192 tokens. However, you requested "
+        "9361 tokens (8337 in the messages, 1024 in the completion)."
+    }
+}
+
+
+def test_a_full_context_is_sent_again_with_the_oldest_results_elided() -> None:
+    script = [Step(FULL, status=400), Step(FULL, status=400), Step(completion("done"))]
+    with scripted_server(script) as server:
+        reply = model(server.base_url).complete(_long_conversation(), TOOLS)
+    assert reply.text == "done" and reply.raw["elided_tool_results"] == 2
+    sent = [
+        [m["content"] for m in r.body["messages"] if m["role"] == "tool"] for r in server.requests
+    ]
+    assert [sum(c.startswith("[this tool result") for c in s) for s in sent] == [0, 1, 2]
+    assert sent[2][2] == "2" * 2000  # the newest turn's result stays whole
+
+
+def test_a_context_that_never_fits_says_what_was_tried() -> None:
+    with scripted_server([Step(FULL, status=400)] * 3) as server, pytest.raises(ModelError) as err:
+        model(server.base_url).complete(_long_conversation(), TOOLS)
+    assert "maximum context length is 8192" in str(err.value)
+    assert "with 2 of the older tool results elided" in str(err.value)
+    assert len(server.requests) == 3

@@ -3,12 +3,17 @@ spoken to with the standard library only so the core install needs nothing more.
 
 Tool calls are native: the request carries `tools`, the reply's `tool_calls` come back as ToolCall.
 The API key comes from the environment and never appears in a message, repr or log.
+A conversation the server says is longer than its context (a 400 naming the context length, as
+vLLM, OpenAI and llama.cpp word it) is sent again with one more of its oldest tool results
+elided each time (`agent/context.py`, the rule of the in-process backends), until it fits or
+nothing more can give way: the server's own count decides, no tokenizer is needed here.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.request
@@ -16,11 +21,15 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from nvcc_opt.agent.context import elidable, elide
 from nvcc_opt.agent.model import ModelError, Reply, ToolCall
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 RETRY_AFTER_CAP_S = 60.0
 SERVE_HINT = "vllm serve MODEL --enable-auto-tool-choice --tool-call-parser hermes"
+# How servers say a prompt is longer than the context: vLLM and OpenAI "maximum context length",
+# llama.cpp "exceeds the available context size", others "context window" or "too many tokens".
+CONTEXT_FULL = re.compile(r"context (length|size|window)|too many tokens|prompt is too long")
 
 _SPEC_OPTIONS: dict[str, Callable[[str], Any]] = {
     "key_env": str,
@@ -36,6 +45,10 @@ class _Transient(Exception):
     def __init__(self, message: str, wait_s: float | None = None) -> None:
         super().__init__(message)
         self.wait_s = wait_s
+
+
+class _ContextFull(Exception):
+    """The server said the conversation does not fit its context."""
 
 
 class OpenAIModel:
@@ -68,7 +81,26 @@ class OpenAIModel:
         return f"OpenAIModel({self.name!r}, key={'set' if self._api_key else 'none'})"
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
-        """One assistant turn. Retries connection errors, 429 and 5xx; raises ModelError."""
+        """One assistant turn. Retries connection errors, 429 and 5xx; elides the oldest tool
+        results while the server says the context is full; raises ModelError."""
+        most = len(elidable(messages))
+        elided = 0
+        while True:
+            try:
+                reply = self._complete(elide(messages, elided) if elided else messages, tools)
+            except _ContextFull as err:
+                if elided >= most:
+                    raise ModelError(
+                        f"{err} (with {elided} of the older tool results elided, every one that"
+                        " may give way; a model with a longer context, or a larger --max-model-len"
+                        " on the server, is needed)"
+                    ) from err
+                elided += 1
+                continue
+            reply.raw["elided_tool_results"] = elided
+            return reply
+
+    def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         body = json.dumps(self._request_body(messages, tools)).encode()
         attempt = 0
         while True:
@@ -146,6 +178,8 @@ class OpenAIModel:
                 f"{said}. Check the model name {self.model!r} against GET {self.base_url}/models, "
                 "and that the URL ends in /v1"
             )
+        if err.code == 400 and CONTEXT_FULL.search(detail.lower()):
+            return _ContextFull(said)
         if err.code == 400 and "tool" in detail.lower():
             return ModelError(
                 f"{said}. The server may not accept tool calls: start it with `{SERVE_HINT}`"
