@@ -75,6 +75,13 @@ def _keeping_conditionals(
     return apply
 
 
+# A row's terms summed by 32 lanes, then combined by a shuffle tree: another order than the
+# one thread's running sum of the original.
+ROW_SUMS = (
+    "each row's float and double terms added in another order (32 partial sums combined by a"
+    " shuffle tree), so results may differ from the original's in the last bits"
+)
+
 TRANSFORMS: tuple[Transform, ...] = (
     Transform(
         "fuse",
@@ -118,6 +125,7 @@ TRANSFORMS: tuple[Transform, ...] = (
         " shuffle sum)",
         warp_rows.warp_rows,
         group="rows",
+        numerics=ROW_SUMS,
     ),
     Transform(
         "warp_rows_grid",
@@ -125,6 +133,7 @@ TRANSFORMS: tuple[Transform, ...] = (
         warp_rows.warp_rows_grid,
         group="rows",
         host_side=True,
+        numerics=ROW_SUMS,
     ),
     Transform(
         "const_restrict",
