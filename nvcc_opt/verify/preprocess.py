@@ -2,7 +2,9 @@
 
 A rewrite is judged on what the compiler reads, not on what the model typed: token pasting,
 macros and `#ifdef __CUDA_ARCH__` are resolved first. The region's file is copied into a scratch
-folder with the code in place of the region, preceded by `#line 1 "<marker>"` and followed by
+folder beside the build's own copy (verify/check_copy.py: quoted lookups, `__has_include`
+included, resolve as in the build) with the code in place of the region, preceded by
+`#line <start> "<marker>"` (`__LINE__` as in the build's copy, regions/splice.py) and followed by
 `#line <end+1> "<source>"`, so every preprocessed line of the region is attributed to the marker
 (lines of headers it includes to those headers). nvcc -E then runs with the compile's own flags,
 once for the host side and once per distinct device architecture.
@@ -32,12 +34,12 @@ from nvcc_opt.launcher.main import quote_include
 from nvcc_opt.launcher.option_table import Role
 from nvcc_opt.regions.lexer import DIRECTIVE, bom_length, tokenize
 from nvcc_opt.values import RegionSpan
+from nvcc_opt.verify.check_copy import beside_build, renumbered
 from nvcc_opt.workspace.runner import Runner
 from nvcc_opt.workspace.unit import without_options
 
 DEFAULT_TIMEOUT_S = 60.0
 REGION_FILE = "<@optimize region>"  # what `__FILE__` reads inside the region, on every run
-_COPY_NAME = "nvcc-opt-preprocess"  # + the source's extension (nvcc picks the language by it)
 _DROPPED = frozenset(
     (Role.OUTPUT, Role.DEPFILE, Role.DEP_MODE, Role.DEP_TARGET)
     + (Role.DEP_FLAG, Role.COMPILE, Role.DEVICE_COMPILE, Role.NO_KEY)
@@ -110,22 +112,26 @@ def preprocess(
     compiler, job = _compile_job(words, directory)
     marker = f"nvcc-opt-region-{secrets.token_hex(8)}"
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="nvcc-opt-preprocess-") as scratch:
-        copy = Path(scratch) / (_COPY_NAME + os.path.splitext(job.source)[1])
-        copy.write_bytes(_spliced(file_text, span, code, job.source, marker))
+    spliced = _spliced(file_text, span, code, job.source, marker)
+    with (
+        tempfile.TemporaryDirectory(prefix="nvcc-opt-preprocess-") as scratch,
+        beside_build(job.source, job.output, directory, spliced) as copy,
+    ):
         args = _preprocess_args(job, str(copy))
         try:
             include = quote_include(job.source)
         except ValueError as exc:
             raise PreprocessError(str(exc)) from None
         shown = {str(copy): job.source, marker: REGION_FILE}  # errors name what the user knows
-        probe = _run(runner, [compiler, *args, "-c", "--dryrun"], directory, timeout_s, shown)
+        lines = {marker: span.start_line - 1}  # the region's lines are numbered as the build's
+        dryrun = [compiler, *args, "-c", "--dryrun"]
+        probe = _run(runner, dryrun, directory, timeout_s, shown, lines)
         toolkit, sides = _sides(probe)
         done: list[Side] = []
         for name, flags in sides:
             out = Path(scratch) / f"side{len(done)}.ii"
             command = [compiler, *args, "-E", "-o", str(out), include, *flags]
-            _run(runner, command, directory, timeout_s, shown)
+            _run(runner, command, directory, timeout_s, shown, lines)
             unit = out.read_text(encoding="utf-8", errors="replace")
             done.append(_side(name, unit, marker, job.source, span, toolkit))
     return Preprocessed(
@@ -179,7 +185,7 @@ def _spliced(file_text: str, span: RegionSpan, code: str, source: str, marker: s
             data[:bom],
             f'#line 1 "{path}"\n'.encode("utf-8", "surrogateescape"),
             data[bom : span.start_offset],
-            f'#line 1 "{marker}"\n'.encode(),
+            f'#line {span.start_line} "{marker}"\n'.encode(),  # the build's __LINE__
             body,
             f'#line {span.end_line + 1} "{path}"\n'.encode("utf-8", "surrogateescape"),
             data[span.end_offset :],
@@ -188,7 +194,12 @@ def _spliced(file_text: str, span: RegionSpan, code: str, source: str, marker: s
 
 
 def _run(
-    runner: Runner, command: list[str], cwd: Path, timeout_s: float, shown: dict[str, str]
+    runner: Runner,
+    command: list[str],
+    cwd: Path,
+    timeout_s: float,
+    shown: dict[str, str],
+    offsets: dict[str, int],
 ) -> str:
     done = runner.run(command, cwd=cwd, timeout_s=timeout_s, sandbox=False)
     if done.timed_out:
@@ -196,8 +207,8 @@ def _run(
     if not done.ok:
         errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]
         text = "\n".join((errors or done.stderr.splitlines())[:8])
-        for name, label in shown.items():
-            text = text.replace(name, label)
+        for name, label in shown.items():  # a region line: the code's own number
+            text = renumbered(text, name, offsets.get(name, 0)).replace(name, label)
         raise PreprocessError(f"the code does not preprocess:\n{text}")
     return done.stderr
 
@@ -259,7 +270,7 @@ def _side(
 ) -> Side:
     """Split one preprocessed unit into its segments and the region's own lines."""
     lines = unit.split("\n")
-    entry = f'# 1 "{marker}"'
+    entry = f'# {span.start_line} "{marker}"'
     try:
         first = lines.index(entry)
     except ValueError:
@@ -337,7 +348,7 @@ def _region(
             elif "2" in flags and headers:
                 headers.pop()
             if not headers and name == marker:
-                number = line_no
+                number = line_no - span.start_line + 1  # the code's own line
         elif not headers:
             text.append(line)
             numbers.append(number)
