@@ -82,6 +82,12 @@ ROW_SUMS = (
     " shuffle tree), so results may differ from the original's in the last bits"
 )
 
+# Atomic adds grouped (per warp, per block) before they reach memory.
+ATOMIC_SUMS = (
+    "float and double sums added in another order (an atomic sum's order changes from run to run"
+    " too)"
+)
+
 TRANSFORMS: tuple[Transform, ...] = (
     Transform(
         "fuse",
@@ -173,13 +179,13 @@ TRANSFORMS: tuple[Transform, ...] = (
         "shared_atomics",
         "atomic adds onto a few counters privatized per block in shared memory",
         privatize.shared_atomics,
+        numerics=ATOMIC_SUMS,
     ),
     Transform(
         "warp_aggregate",
         "atomic adds onto one address summed within each warp first (one atomic per warp)",
         aggregate.warp_aggregate,
-        numerics="float and double sums added in another order (an atomic sum's order changes"
-        " from run to run too)",
+        numerics=ATOMIC_SUMS,
     ),
     Transform(
         "warp_shuffle_tail",
