@@ -10,7 +10,11 @@ from pathlib import Path
 
 from nvcc_opt.config import load
 from nvcc_opt.runtime.report import Allocation, Kernel, Process, Report, State
-from nvcc_opt.verify.changed_inputs import StateTimes, changed_input_reasons
+from nvcc_opt.verify.changed_inputs import (
+    StateTimes,
+    changed_input_ceiling,
+    changed_input_reasons,
+)
 from nvcc_opt.verify.checks import RunOutput
 from nvcc_opt.verify.corroborate import Observed
 from nvcc_opt.verify.final import FinalChecks
@@ -112,14 +116,19 @@ def test_final_checks_judge_the_timed_runs_against_the_state_runs(tmp_path: Path
     checks = FinalChecks(_config(tmp_path), ScriptedRunner([]), "0", notes, None, SMOOTH)
     base = [observed(4_000_000) for _ in range(5)]
     memo = [observed(1_000_000) for _ in range(5)]
-    assert checks.after_timing(base, memo) == []  # no state check ran: nothing to judge by
+    assert checks.after_timing(base, memo) == ([], None)  # no state check: nothing to judge by
     checks.times.append(state(4_000_000, 4_000_000))
-    assert checks.after_timing(base, memo)[0].startswith("state: ")
-    assert checks.after_timing(base, [observed(1_000_000, complete=False)] * 5) == []
+    reasons, ceiling = checks.after_timing(base, memo)
+    assert reasons[0].startswith("state: ") and ceiling is None
+    assert checks.after_timing(base, [observed(1_000_000, complete=False)] * 5) == ([], None)
     checks.times.append(state(4_000_000, 1_100_000))
-    assert checks.after_timing(base, memo) == []
+    reasons, ceiling = checks.after_timing(base, memo)  # 4x timed, 3.6x changed: passes ...
+    assert reasons == [] and ceiling is not None and ceiling > 4.0  # ... and keeps its 4x
+    checks.times.append(state(4_000_000, 2_000_000))
+    reasons, ceiling = checks.after_timing(base, memo)  # 4x timed, 2x changed: passes the rule
+    assert reasons == [] and ceiling is not None and 2.3 < ceiling < 2.35  # what they show
     checks.times.append(state(4_000_000, 4_000_000, calls=1))
-    assert checks.after_timing(base, memo) == [] and notes[0].startswith("changed inputs: ")
+    assert checks.after_timing(base, memo) == ([], None) and notes[0].startswith("changed inputs")
 
 
 def state_run(report: Report, allocations: tuple[Allocation, ...] = ()) -> Run:
@@ -151,3 +160,22 @@ def test_each_state_check_changes_inputs_by_a_salt_of_its_own(tmp_path: Path) ->
         line for _ in range(4) for line in _settings(config, SMOOTH, tmp_path) if "salt" in line
     }
     assert len(salts) == 4 and all(s.split()[1].isdigit() for s in salts)
+
+
+def test_a_real_gain_with_a_benchmark_shortcut_on_top_is_credited_only_its_real_part() -> None:
+    """2x for real, 4x on the benchmark's own input: the rule lets it pass (the changed inputs
+    keep a quarter of the gain), the credit is what the changed inputs show, with its noise."""
+    from nvcc_opt.verify.credited import CHANGED, capped
+    from nvcc_opt.verify.stats import compare
+
+    both = state(4_000_000, 2_000_000)
+    assert judged(4_000_000, 1_000_000, both) == ([], [])
+    ceiling = changed_input_ceiling([4_000_000] * 9, [1_000_000] * 9, both)
+    timed = compare([4.0 + i / 100 for i in range(12)], [1.0 + i / 200 for i in range(12)])
+    assert timed is not None and timed.speedup > 3.9
+    kept, said = capped(timed, ceiling)
+    assert kept.verdict == "faster" and ceiling is not None and kept.speedup == ceiling < 2.4
+    assert kept.ci_high <= ceiling and "capped at" in kept.reason
+    kept, said = capped(timed, ceiling, by=CHANGED)
+    assert said[0].startswith("speedup: the printed times say 3.9")
+    assert "on the inputs nvcc-opt changed" in said[0] and said[0].endswith("x kept")

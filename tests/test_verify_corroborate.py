@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from nvcc_opt.runtime.report import Kernel, Process, Report
 from nvcc_opt.verify.corroborate import Observed, channel_reasons, owned_speedup
+from nvcc_opt.verify.credited import capped
 from nvcc_opt.verify.kernels import RegionKernels
-from nvcc_opt.verify.measure import capped
 from nvcc_opt.verify.stats import compare
 
 PAIR = RegionKernels(frozenset({"axpy", "rescale"}), frozenset({"fused"}), False)

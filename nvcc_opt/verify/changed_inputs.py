@@ -22,6 +22,11 @@ counts, fast paths) may shift on changed values; a shortcut for one input shows 
 all there. Both allowances widen with the noise the original shows between its own two state runs
 (SPREAD times their relative difference): a GPU that other work shares moves every time.
 
+A candidate that passes is credited no more than the changed inputs show (with the same noise
+allowance: `changed_input_ceiling`): a real gain with a shortcut for the benchmark's input on top
+keeps HOLD_SHARE of its timed gain on changed inputs and would pass the rule, but only its real
+part is credited.
+
 Not judged (a note says why): the region made one call per run (nothing after a change), the state
 check changed nothing (the region reaches no float, double, half or bfloat16 data: integer and
 struct data are never changed), or the region's GPU time is too short to compare.
@@ -68,20 +73,14 @@ def changed_input_reasons(
     >>> reasons[0].split(":")[0], "4.00x" in reasons[0], "1.00x" in reasons[0]
     ('state', True, True)
     """
-    if times is None or not timed_base_ns or not timed_cand_ns:
+    timed = _timed(timed_base_ns, timed_cand_ns) if times is not None else None
+    if times is None or timed is None:
         return [], []
-    base, cand = statistics.median(timed_base_ns), statistics.median(timed_cand_ns)
-    if base <= 0 or cand <= 0 or base / cand < 1 + MIN_GAIN:
-        return [], []
-    timed = base / cand
     unjudged = _unjudged(times)
     if unjudged:
         return [], [f"{NOTE}: whether the region's {timed:.2f}x GPU speedup holds on inputs "
                     f"other than the program's own was not measured ({unjudged})"]  # fmt: skip
-    original = (times.record_ns + times.again_ns) / 2
-    changed = original / times.candidate_ns
-    spread = abs(times.record_ns - times.again_ns) / min(times.record_ns, times.again_ns)
-    widen = 1 + SPREAD * spread
+    changed, widen = _changed(times)
     if changed * widen - 1 >= (timed - 1) * HOLD_SHARE or timed / changed <= (1 + NOISE) * widen:
         return [], []
     return [
@@ -90,6 +89,46 @@ def changed_input_reasons(
         "inputs nvcc-opt changed: the candidate's speed depends on recognizing the benchmark's "
         "input"
     ], []
+
+
+def changed_input_ceiling(
+    timed_base_ns: Sequence[int], timed_cand_ns: Sequence[int], times: StateTimes | None
+) -> float | None:
+    """The most speedup a candidate that passed `changed_input_reasons` may be credited: the
+    region's speedup on the changed inputs, with the rule's allowance for noise (NOISE, widened
+    by the original's own spread); None where the rule did not judge. A real gain with a shortcut
+    for the benchmark's input on top passes the rule (the changed inputs still show HOLD_SHARE of
+    the timed gain) but is credited only what the changed inputs show.
+
+    >>> both = StateTimes(4_000_000, 4_000_000, 2_000_000, 401, True)  # 2x honest, 4x timed
+    >>> changed_input_ceiling([4_000_000] * 5, [1_000_000] * 5, both)
+    2.3
+    >>> changed_input_ceiling([4_000_000] * 5, [3_900_000] * 5, both) is None  # no gain to judge
+    True
+    """
+    timed = _timed(timed_base_ns, timed_cand_ns) if times is not None else None
+    if times is None or timed is None or _unjudged(times):
+        return None
+    changed, widen = _changed(times)
+    return round(changed * (1 + NOISE) * widen, 6)
+
+
+def _timed(timed_base_ns: Sequence[int], timed_cand_ns: Sequence[int]) -> float | None:
+    """The timed runs' region GPU speedup where it is at least 1 + MIN_GAIN, else None."""
+    if not timed_base_ns or not timed_cand_ns:
+        return None
+    base, cand = statistics.median(timed_base_ns), statistics.median(timed_cand_ns)
+    if base <= 0 or cand <= 0 or base / cand < 1 + MIN_GAIN:
+        return None
+    return base / cand
+
+
+def _changed(times: StateTimes) -> tuple[float, float]:
+    """The region's speedup on the changed inputs, and how much the original's own spread
+    between its two state runs widens the allowances."""
+    original = (times.record_ns + times.again_ns) / 2
+    spread = abs(times.record_ns - times.again_ns) / min(times.record_ns, times.again_ns)
+    return original / times.candidate_ns, 1 + SPREAD * spread
 
 
 def _unjudged(times: StateTimes) -> str:

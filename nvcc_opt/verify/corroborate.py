@@ -171,7 +171,7 @@ def owned_speedup(
 ) -> float | None:
     """The larger of the two speedups nvcc-opt measured itself (the region's GPU time, the
     runs' wall time), or None without a complete channel report from every run. The speedup a
-    verdict keeps is never above it (`measure.capped`): a printed gain the program's own
+    verdict keeps is never above it (`credited.capped`): a printed gain the program's own
     clock shows and nvcc-opt's do not is not reported, even where it is within GAIN_SHARE."""
     base = [o.channel for o in baseline]
     cand = [o.channel for o in candidate]

@@ -35,7 +35,11 @@ from nvcc_opt.pool.lease import gpu_lease
 from nvcc_opt.records import CompileContext, Verification
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.region import Region
-from nvcc_opt.verify.changed_inputs import StateTimes, changed_input_reasons
+from nvcc_opt.verify.changed_inputs import (
+    StateTimes,
+    changed_input_ceiling,
+    changed_input_reasons,
+)
 from nvcc_opt.verify.corroborate import Observed
 from nvcc_opt.verify.kernels import RegionKernels, region_kernels
 from nvcc_opt.verify.measure import Build, check, run_once, uncontained
@@ -128,18 +132,19 @@ class FinalChecks:
 
     def after_timing(
         self, baseline: Sequence[Observed], candidate: Sequence[Observed]
-    ) -> list[str]:
+    ) -> tuple[list[str], float | None]:
         """Rejection reasons from the timed runs' own measurements (their notes go to notes),
-        for a candidate the timed runs call faster."""
+        for a candidate the timed runs call faster, and the most speedup it may be credited:
+        what the changed inputs show (None: not judged)."""
         reports = [o.channel for o in (*baseline, *candidate)]
         if self.kernels is None or any(r is None or not r.complete for r in reports):
-            return []
+            return [], None
         base = [o.channel.gpu_ns(self.kernels.original) for o in baseline if o.channel]
         cand = [o.channel.gpu_ns(self.kernels.candidate) for o in candidate if o.channel]
         times = self.times[-1] if self.times else None
         reasons, said = changed_input_reasons(base, cand, times)
         self.notes += [n for n in said if n not in self.notes]
-        return reasons
+        return reasons, None if reasons else changed_input_ceiling(base, cand, times)
 
 
 def _fresh_inputs(

@@ -14,7 +14,6 @@ other threads or processes of this host (a tool pool) never share the GPU with a
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shutil
@@ -30,8 +29,9 @@ from nvcc_opt.runtime import report
 from nvcc_opt.runtime.build import environment
 from nvcc_opt.verify.checks import CheckResult, RunOutput, check_run
 from nvcc_opt.verify.corroborate import Observed, channel_reasons, owned_speedup
+from nvcc_opt.verify.credited import CHANGED, capped
 from nvcc_opt.verify.kernels import RegionKernels
-from nvcc_opt.verify.stats import Comparison, Direction, compare, hopeless, schedule
+from nvcc_opt.verify.stats import Comparison, compare, hopeless, schedule
 from nvcc_opt.workspace.runner import Completed, Runner
 
 # A timed run may take this many times the slowest check run of the same call before it is
@@ -239,7 +239,8 @@ def _scoped(pattern: str) -> str:
     return f"(?{flags.group(1)}:{pattern[flags.end() :]})"
 
 
-AfterTiming = Callable[[Sequence[Observed], Sequence[Observed]], list[str]]
+# rejection reasons, and the most speedup the candidate may be credited (None: no bound)
+AfterTiming = Callable[[Sequence[Observed], Sequence[Observed]], tuple[list[str], float | None]]
 
 
 def measure(
@@ -261,7 +262,8 @@ def measure(
     """Check the candidate against the baseline, then `more_checks` (fresh inputs, sanitizer:
     reasons it is wrong), then time both, paired; with `attach` and `kernels`, every timed run
     carries the channel and the candidate's must agree with it (verify/corroborate.py), and
-    `after_timing` judges the timed runs' own measurements (the final verification's)."""
+    `after_timing` judges the timed runs' own measurements (the final verification's) and
+    bounds the speedup kept (verify/credited.py)."""
     note = ""
     held: list[Completed] = []
     if baseline_output is None:
@@ -318,38 +320,20 @@ def measure(
         seen["A"], seen["B"], kernels, comparison, printed_is_wall=config.time.source == "wall"
     )
     faster = comparison is not None and comparison.verdict == "faster"
+    ceiling = None
     if not reasons and after_timing is not None and faster:  # only a speedup can be fake
-        reasons = after_timing(seen["A"], seen["B"])
+        reasons, ceiling = after_timing(seen["A"], seen["B"])
     if reasons:
         return Measurement(baseline_output, CheckResult(False, tuple(reasons)), None, 0, note)
     if comparison is not None and not unmeasured and config.time.source != "wall":
         owned = owned_speedup(seen["A"], seen["B"], kernels)
         comparison, said = capped(comparison, owned, min_speedup)
         notes = (*notes, *said)
+    if comparison is not None:
+        comparison, said = capped(comparison, ceiling, min_speedup, by=CHANGED)
+        notes = (*notes, *said)
     return Measurement(
         baseline_output, verdict, comparison, len(times["B"]), note, (*notes, *unmeasured)
-    )
-
-
-def capped(
-    comparison: Comparison, owned: float | None, min_speedup: float = 1.0
-) -> tuple[Comparison, tuple[str, ...]]:
-    """`comparison` with its speedup and interval no higher than what nvcc-opt measured
-    itself (`owned`), and the note saying so; unchanged when it is not above it."""
-    if owned is None or comparison.verdict != "faster" or comparison.speedup <= owned:
-        return comparison, ()
-    verdict: Direction = "faster" if owned > 1.0 and owned >= min_speedup else "not faster"
-    kept = dataclasses.replace(
-        comparison,
-        speedup=owned,
-        ci_low=min(comparison.ci_low, owned),
-        ci_high=min(comparison.ci_high, owned),
-        verdict=verdict,
-        reason=f"{comparison.reason}; capped at nvcc-opt's own measurement",
-    )
-    return kept, (
-        f"speedup: the printed times say {comparison.speedup:.3f}x, nvcc-opt's own measurements "
-        f"(the region's GPU time, the runs' wall time) at most {owned:.3f}x: {owned:.3f}x kept",
     )
 
 

@@ -1,0 +1,49 @@
+"""The speedup a verification credits: never above what nvcc-opt measured itself.
+
+The printed times are the program's word. Two of nvcc-opt's own measurements bound what is
+kept: the region's GPU time and the runs' wall time in the timed runs (`OWN`,
+verify/corroborate.py), and the region's speedup on the inputs the state check changed
+(`CHANGED`, verify/changed_inputs.py), so a gain that lives only on the benchmark's own input is
+not credited. Pure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from nvcc_opt.verify.stats import Comparison, Direction
+
+OWN = (
+    "nvcc-opt's own measurements (the region's GPU time, the runs' wall time)",
+    "nvcc-opt's own measurement",
+)
+CHANGED = (
+    "the region's GPU speedup on the inputs nvcc-opt changed (the state check's runs, with "
+    "their noise allowance)",
+    "the changed inputs' speedup",
+)
+
+
+def capped(
+    comparison: Comparison,
+    most: float | None,
+    min_speedup: float = 1.0,
+    by: tuple[str, str] = OWN,
+) -> tuple[Comparison, tuple[str, ...]]:
+    """`comparison` with its speedup and interval no higher than `most` (what `by` measured:
+    its long and short names), and the note saying so; unchanged when it is not above it."""
+    if most is None or comparison.verdict != "faster" or comparison.speedup <= most:
+        return comparison, ()
+    verdict: Direction = "faster" if most > 1.0 and most >= min_speedup else "not faster"
+    kept = dataclasses.replace(
+        comparison,
+        speedup=most,
+        ci_low=min(comparison.ci_low, most),
+        ci_high=min(comparison.ci_high, most),
+        verdict=verdict,
+        reason=f"{comparison.reason}; capped at {by[1]}",
+    )
+    return kept, (
+        f"speedup: the printed times say {comparison.speedup:.3f}x, {by[0]} at most "
+        f"{most:.3f}x: {most:.3f}x kept",
+    )
