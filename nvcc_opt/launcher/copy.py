@@ -3,13 +3,23 @@
 Its path is deterministic and private to one object file (`<objdir>/.nvcc-opt/<obj>/<name>`), so
 parallel compiles never share a copy; it keeps the original file name, and it is written
 atomically (temporary file, then rename) so a killed compile never leaves half a file.
+
+A private tree's compile of one unit for analysis (workspace/unit.py: compiler_analysis and the
+verification's object line, whose own object goes elsewhere) names the build's object in
+`BESIDE`: its copy is then written into the build copy's folder under a name no candidate can
+know, so that every file name the code can look up (`__has_include`, a quoted `#include`)
+resolves as in the build's own compile, and a file with the build's copy's name is there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from nvcc_opt.regions.splice import splice
+
+BESIDE = "NVCC_OPT_COPY_BESIDE"  # the build's object (as its compile spells -o) in candidate mode
+UNIT_PREFIX = ".nvcc-opt-unit-"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,9 +41,10 @@ def write_copy(
     spelling: str,
     output: str | None,
     cwd: str,
+    beside: str | None = None,
 ) -> str:
     content = splice(source, [(span, rewrite.code) for span, rewrite in applied], spelling)
-    path = copy_path(spelling, output, cwd)
+    path = copy_path(spelling, output, cwd) if beside is None else _beside(spelling, beside, cwd)
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     temporary = os.path.join(folder, f".tmp-{os.getpid()}")
@@ -47,3 +58,14 @@ def write_copy(
             os.unlink(temporary)
         raise
     return path
+
+
+def _beside(spelling: str, build_output: str, cwd: str) -> str:
+    """A fresh name in the folder of the build's copy for `build_output`, with a file of the
+    build copy's own name there (the build's, or an empty stand-in the build later replaces)."""
+    build_copy = copy_path(spelling, build_output, cwd)
+    os.makedirs(os.path.dirname(build_copy), exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(build_copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    name = f"{UNIT_PREFIX}{os.urandom(8).hex()}{os.path.splitext(spelling)[1]}"
+    return os.path.join(os.path.dirname(build_copy), name)

@@ -13,6 +13,7 @@ been recorded yet (`seen/` markers).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -134,13 +135,15 @@ def quote_include(source: str) -> str:
 
 def _compile_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
     """Compile the copy; on failure return the errors (the caller decides whose fault)."""
-    from nvcc_opt.launcher.copy import write_copy
+    from nvcc_opt.launcher.copy import BESIDE, write_copy
 
     job = tagged.job
     then = "failing the candidate" if tagged.candidate else "compiling the original"
+    beside = os.environ.get(BESIDE) if tagged.candidate else None  # a unit compiled for analysis
     try:
         include = quote_include(job.source)
-        copy = write_copy(tagged.source, tagged.plan.applied, job.source, job.output, os.getcwd())
+        applied, cwd = tagged.plan.applied, os.getcwd()
+        copy = write_copy(tagged.source, applied, job.source, job.output, cwd, beside)
     except (OSError, ValueError) as exc:
         notice(f"could not splice {job.source} ({exc}); {then}")
         return None, 1, ""
@@ -158,6 +161,10 @@ def _compile_substituted(tagged: Tagged) -> tuple[str | None, int, str]:
     except OSError as exc:
         notice(f"cannot run {command[0]}: {exc.strerror}; {then}")
         return None, 1, ""
+    finally:
+        for made in (copy, out, err) if beside else ():
+            with contextlib.suppress(OSError):
+                os.unlink(made)  # its name must stay unknown: nothing of it is left
     if code == 0 and not _written(target, before):
         # a compile can "succeed" without its object (a dry run, an output put elsewhere)
         why = f"error: the substituted compile exited 0 but did not write {target}"

@@ -3,7 +3,9 @@
 compiler_analysis reads its resource report, PTX and SASS; the verification's object line
 (verify/compiled.py) reads its object and PTX. The compile is the tree's own command from
 compile_commands.json, through the launcher in candidate mode (the same splice as every build),
-writing a private object and keeping nvcc's intermediates.
+writing a private object and keeping nvcc's intermediates. Its copy of the source sits beside
+the build's (launcher/copy.BESIDE), so the code cannot tell the two compiles apart by the files
+it can look up from where it is compiled.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from nvcc_opt.commands import GUARD
 from nvcc_opt.launcher import candidate, chain
+from nvcc_opt.launcher.copy import BESIDE
 from nvcc_opt.launcher.option_table import ALL_OPTIONS, Role
 from nvcc_opt.workspace.runner import Runner
 
@@ -119,7 +122,7 @@ def without_options(args: Sequence[str], roles: frozenset[str]) -> list[str]:
 
 def compile_env(staged: Path) -> dict[str, str]:
     """The environment of a compile through the launcher with the candidate file `staged`."""
-    kept = {k: v for k, v in os.environ.items() if k not in (candidate.ENV, GUARD)}
+    kept = {k: v for k, v in os.environ.items() if k not in (candidate.ENV, GUARD, BESIDE)}
     return {**kept, candidate.PRIVATE: "1", candidate.ENV: str(staged)}
 
 
@@ -145,10 +148,14 @@ def compile_unit(
     staged = work / "candidate.json"
     candidate.write(str(staged), str(source), region_hash, code, list(compile_args))
     obj = work / "region.o"
+    env = compile_env(staged)
+    build_output = _output_option(words)
+    if build_output is not None:  # the copy beside the build's: names resolve as they do there
+        env[BESIDE] = build_output
     done = runner.run(
         analysis_command(words, launcher, obj, keep),
         cwd=folder,
-        env=compile_env(staged),
+        env=env,
         timeout_s=timeout_s,
         sandbox=False,
     )
