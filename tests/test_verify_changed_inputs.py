@@ -179,3 +179,23 @@ def test_a_real_gain_with_a_benchmark_shortcut_on_top_is_credited_only_its_real_
     kept, said = capped(timed, ceiling, by=CHANGED)
     assert said[0].startswith("speedup: the printed times say 3.9")
     assert "on the inputs nvcc-opt changed" in said[0] and said[0].endswith("x kept")
+
+
+def test_a_record_run_slowed_by_the_run_before_it_earns_no_credit() -> None:
+    """The record run follows a candidate run. A pure shortcut for the benchmark's input (4x
+    timed, 1x on changed inputs) that leaves the GPU 30% slower for the next process made the
+    original look 1.15x slower on changed inputs and its own noise 30%: the rule passed it and
+    credited up to 2.5x. Now the original's runs that far apart are a caveat, not a pass."""
+    slowed = StateTimes(5_200_000, 4_000_000, 4_000_000, 401, True)
+    reasons, notes = judged(4_000_000, 1_000_000, slowed)
+    assert reasons == [] and len(notes) == 1
+    assert notes[0].startswith("unmeasured: ") and "more than 5% apart" in notes[0]
+    assert changed_input_ceiling([4_000_000] * 9, [1_000_000] * 9, slowed) is None
+
+
+def test_the_ceiling_takes_the_faster_original_run() -> None:
+    """Within the noise limit, a slower record run does not raise the credit: the ceiling is the
+    candidate against the faster of the original's runs, with the noise allowance."""
+    one_slow = StateTimes(4_160_000, 4_000_000, 2_000_000, 401, True)  # 4% apart
+    ceiling = changed_input_ceiling([4_000_000] * 9, [1_000_000] * 9, one_slow)
+    assert ceiling == round(2.0 * 1.15 * (1 + 3 * 0.04), 6)

@@ -25,7 +25,14 @@ all there. Both allowances widen with the noise the original shows between its o
 A candidate that passes is credited no more than the changed inputs show (with the same noise
 allowance: `changed_input_ceiling`): a real gain with a shortcut for the benchmark's input on top
 keeps HOLD_SHARE of its timed gain on changed inputs and would pass the rule, but only its real
-part is credited.
+part is credited. The ceiling takes the faster of the original's two runs: the record run follows
+a candidate run, and a candidate that left the GPU slower for the next process (heat, anything
+outside its own process) would otherwise raise its own credit.
+
+Noise is no reason to credit more. Where the original's two state runs differ by more than
+MAX_SPREAD, the allowances would be wide enough to pass a candidate with no gain at all on changed
+inputs (and its ceiling above its timed speedup): a candidate the rule does not reject is then
+`unmeasured:` (a caveat: review asks for --force, and the speedup is credited nowhere), not passed.
 
 Not judged (a note says why): the region made one call per run (nothing after a change), the state
 check changed nothing (the region reaches no float, double, half or bfloat16 data: integer and
@@ -42,6 +49,7 @@ MIN_GAIN = 0.10  # timed-run region speedups below 1 + this are not judged
 HOLD_SHARE = 0.25  # of the timed runs' gain the changed inputs must show
 NOISE = 0.15  # two speedups within this ratio of each other agree
 SPREAD = 3  # allowances widen by this many times the original's own run-to-run difference
+MAX_SPREAD = 0.05  # the original's two state runs further apart than this: unmeasured, not passed
 MIN_CALL_NS = 2000  # calls shorter than this on average are launch noise
 NOTE = "changed inputs"  # the notes' prefix: a limit of the check, not an unmeasured check
 
@@ -82,7 +90,8 @@ def changed_input_reasons(
                     f"other than the program's own was not measured ({unjudged})"]  # fmt: skip
     changed, widen = _changed(times)
     if changed * widen - 1 >= (timed - 1) * HOLD_SHARE or timed / changed <= (1 + NOISE) * widen:
-        return [], []
+        noisy = _too_noisy(times)
+        return [], [noisy] if noisy else []
     return [
         f"state: the region's GPU time is {timed:.2f}x faster in the timed runs, on the "
         f"program's own input, but {changed:.2f}x over the same {times.calls} calls with the "
@@ -95,10 +104,11 @@ def changed_input_ceiling(
     timed_base_ns: Sequence[int], timed_cand_ns: Sequence[int], times: StateTimes | None
 ) -> float | None:
     """The most speedup a candidate that passed `changed_input_reasons` may be credited: the
-    region's speedup on the changed inputs, with the rule's allowance for noise (NOISE, widened
-    by the original's own spread); None where the rule did not judge. A real gain with a shortcut
-    for the benchmark's input on top passes the rule (the changed inputs still show HOLD_SHARE of
-    the timed gain) but is credited only what the changed inputs show.
+    region's speedup on the changed inputs against the faster of the original's two runs, with
+    the rule's allowance for noise (NOISE, widened by the original's own spread); None where the
+    rule did not judge or the original's runs were too far apart (MAX_SPREAD). A real gain with
+    a shortcut for the benchmark's input on top passes the rule (the changed inputs still show
+    HOLD_SHARE of the timed gain) but is credited only what the changed inputs show.
 
     >>> both = StateTimes(4_000_000, 4_000_000, 2_000_000, 401, True)  # 2x honest, 4x timed
     >>> changed_input_ceiling([4_000_000] * 5, [1_000_000] * 5, both)
@@ -107,10 +117,11 @@ def changed_input_ceiling(
     True
     """
     timed = _timed(timed_base_ns, timed_cand_ns) if times is not None else None
-    if times is None or timed is None or _unjudged(times):
+    if times is None or timed is None or _unjudged(times) or _too_noisy(times):
         return None
-    changed, widen = _changed(times)
-    return round(changed * (1 + NOISE) * widen, 6)
+    _, widen = _changed(times)
+    fastest = min(times.record_ns, times.again_ns) / times.candidate_ns  # see the docstring
+    return round(fastest * (1 + NOISE) * widen, 6)
 
 
 def _timed(timed_base_ns: Sequence[int], timed_cand_ns: Sequence[int]) -> float | None:
@@ -129,6 +140,20 @@ def _changed(times: StateTimes) -> tuple[float, float]:
     original = (times.record_ns + times.again_ns) / 2
     spread = abs(times.record_ns - times.again_ns) / min(times.record_ns, times.again_ns)
     return original / times.candidate_ns, 1 + SPREAD * spread
+
+
+def _too_noisy(times: StateTimes) -> str:
+    """The `unmeasured:` caveat where the original's two state runs are too far apart to judge
+    the candidate by (MAX_SPREAD), else ""."""
+    low, high = sorted((times.record_ns, times.again_ns))
+    if low <= 0 or high / low - 1 <= MAX_SPREAD:
+        return ""
+    return (
+        "unmeasured: whether the region's GPU speedup holds on inputs other than the program's "
+        f"own could not be judged: the original's own two state runs took {low / 1e6:.3f} ms "
+        f"and {high / 1e6:.3f} ms of region GPU time on the same changed inputs, more than "
+        f"{MAX_SPREAD:.0%} apart"
+    )
 
 
 def _unjudged(times: StateTimes) -> str:
