@@ -144,3 +144,46 @@ def test_an_honest_gain_below_the_owned_one_is_kept_as_printed() -> None:
 def test_no_owned_speedup_without_every_report() -> None:
     cand = [run(0.99, complete=False, fused=(401, 30_000_000))] * 8
     assert owned_speedup(baseline(8), cand, PAIR) is None
+
+
+def copying(wall: float, copy_ns: int, **kernels: tuple[int, int]) -> Observed:
+    """A run whose GPU also spent `copy_ns` in memory copies and memsets."""
+    listed = tuple(Kernel(n, ns, name, f"_Z{name}") for name, (n, ns) in kernels.items())
+    return Observed(
+        wall,
+        Report((Process("channel-1.txt", True, listed, copy_ns // 2, copy_ns - copy_ns // 2),)),
+    )
+
+
+def test_work_moved_from_the_regions_kernels_into_copies_is_charged_to_the_region() -> None:
+    """No kernel name says whose a copy or memset is: a region whose kernels shrank because their
+    work went into copies (a device-to-device copy, a memset instead of a computed result) showed
+    its printed gain in the region's GPU time, and was credited up to 40x."""
+    base = [
+        copying(1.0, 1_000_000 + i, smooth=(401, 40_000_000), sums=(401, 36_000_000))
+        for i in range(8)
+    ]
+    moved = [
+        copying(1.0, 40_000_000, smooth=(401, 1_000_000), sums=(401, 36_000_000)) for _ in range(8)
+    ]
+    found, _ = channel_reasons(base, moved, SMOOTH, printed(2.0), printed_is_wall=False)  # type: ignore[arg-type]
+    assert any("region GPU time 1.0" in r for r in found), found
+    assert owned_speedup(base, moved, SMOOTH) is not None
+    assert owned_speedup(base, moved, SMOOTH) < 1.1  # type: ignore[operator]
+    # the baseline's own copies, as many and as long, cost an honest candidate nothing
+    honest = [
+        copying(1.0, 1_000_000, smooth=(401, 20_000_000), sums=(401, 36_000_000)) for _ in range(8)
+    ]
+    assert channel_reasons(base, honest, SMOOTH, printed(1.8), printed_is_wall=False) == ([], [])  # type: ignore[arg-type]
+    assert owned_speedup(base, honest, SMOOTH) == 2.0
+
+
+def test_runs_with_no_gpu_time_at_all_are_unmeasured_not_corroborated() -> None:
+    """CUPTI's activity records off (the channel's "no GPU timestamps"), or no kernel recorded:
+    the region's GPU ratio was 0/0, read as infinitely faster, and any printed gain passed."""
+    silent = Report((Process("channel-1.txt", True, (), notes=("no GPU timestamps",)),))
+    base = [Observed(1.0, silent) for _ in range(8)]
+    cand = [Observed(1.0, silent) for _ in range(8)]
+    found, notes = channel_reasons(base, cand, SMOOTH, printed(3.0), printed_is_wall=False)  # type: ignore[arg-type]
+    assert found == [] and len(notes) == 1
+    assert notes[0].startswith("unmeasured: ") and "no GPU timestamps" in notes[0]

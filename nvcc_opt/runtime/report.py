@@ -100,6 +100,10 @@ class Report:
             k.ns for p in self.processes for k in p.kernels if wanted is None or k.base in wanted
         )
 
+    def copy_ns(self) -> int:
+        """GPU nanoseconds of memory copies and memsets, all processes together."""
+        return sum(p.memcpy_ns + p.memset_ns for p in self.processes)
+
     @property
     def notes(self) -> tuple[str, ...]:
         return tuple(n for p in self.processes for n in p.notes)

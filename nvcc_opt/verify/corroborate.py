@@ -22,7 +22,11 @@ broken rule is a rejection with a reason starting `channel:`:
   faster by S, the region's GPU time or the whole run's wall time (both measured by nvcc-opt) must
   show at least a quarter of that gain: (S_owned - 1) >= (S - 1) / 4. Amdahl's law makes the
   region's GPU speedup at least the printed one when the region is what got faster; the quarter
-  leaves room for launch gaps a fused kernel saves, which no kernel duration shows.
+  leaves room for launch gaps a fused kernel saves, which no kernel duration shows. The region's
+  GPU time is charged with the GPU time of copies and memsets beyond the most any baseline run
+  spent on them (no kernel name says whose they are: work moved from the region's kernels into
+  copies would otherwise look gone), and it is no measurement where the baseline's region took
+  none (a report with no GPU time at all is `unmeasured:`).
 - Nothing moved out of the timed window: a candidate's runs may not take longer in wall time than
   the baseline's by more than max(10%, three spreads) plus 50 ms (work moved to the host, or
   outside what the printed time covers).
@@ -75,6 +79,9 @@ def channel_reasons(
             "channel report (the process did not exit normally, or the channel was disabled)"
         )
         return reasons, []
+    if not any(r.gpu_ns() for r in base):
+        why = next((n for r in base for n in r.notes), "no kernel records from the baseline's runs")
+        return [], [f"unmeasured: nvcc-opt's own GPU measurement recorded no GPU time ({why})"]
     processes = {len(r.processes) for r in base}
     if any(len(r.processes) not in processes for r in cand):
         reasons.append(
@@ -146,7 +153,7 @@ def _region_reasons(
     wall_b = [o.wall_s for o in candidate]
     if printed is not None and printed.verdict == "faster" and not printed_is_wall:
         owned = {
-            "region GPU time": _ratio(gpu_a, gpu_b),
+            "region GPU time": _region_ratio(base, cand, kernels),
             "wall time": _ratio(wall_a, wall_b),
         }
         needed = 1 + (printed.speedup - 1) * GAIN_SHARE
@@ -177,10 +184,19 @@ def owned_speedup(
     cand = [o.channel for o in candidate]
     if not base or not cand or any(r is None or not r.complete for r in (*base, *cand)):
         return None
-    gpu_a = [r.gpu_ns(kernels.original) for r in base if r is not None]
-    gpu_b = [r.gpu_ns(kernels.candidate) for r in cand if r is not None]
     wall = _ratio([o.wall_s for o in baseline], [o.wall_s for o in candidate])
-    return max(_ratio(gpu_a, gpu_b) if statistics.median(gpu_a) > 0 else 0.0, wall)
+    return max(_region_ratio([r for r in base if r], [r for r in cand if r], kernels), wall)
+
+
+def _region_ratio(base: Sequence[Report], cand: Sequence[Report], kernels: RegionKernels) -> float:
+    """The region's GPU speedup, the candidate charged with copy and memset time beyond the most
+    of any baseline run; 0.0 (no measurement) where the baseline's region took no GPU time."""
+    gpu_a = statistics.median(r.gpu_ns(kernels.original) for r in base)
+    if gpu_a <= 0:
+        return 0.0
+    moved = statistics.median(r.copy_ns() for r in cand) - max(r.copy_ns() for r in base)
+    gpu_b = statistics.median(r.gpu_ns(kernels.candidate) for r in cand) + max(0, moved)
+    return gpu_a / gpu_b if gpu_b > 0 else float("inf")
 
 
 def _ratio(a: Sequence[float], b: Sequence[float]) -> float:
