@@ -197,7 +197,20 @@ def test_the_late_calls_rule_needs_every_calls_time(config) -> None:  # type: ig
     incomplete = run(_late(401, 100))
     channel = Report((Process("channel-7.txt", False, (), state=_late(401, 100)),))
     incomplete = replace(incomplete, observed=Observed(1.0, channel))
-    assert decide(config, incomplete, run(_late(401, 402)))[0] == []
+    found = decide(config, incomplete, run(_late(401, 402)))[0]
+    assert not any("on average" in r for r in found)  # no verdict from the mean
+
+
+def test_a_candidate_state_run_without_a_complete_report_is_rejected(config) -> None:  # type: ignore[no-untyped-def]
+    """Its GPU records did not all come: the late calls' mean and the speedup on changed inputs
+    (which needs the state runs' totals) went unjudged without a word. Rejected, as an incomplete
+    report of a timed run is; where the original's too are incomplete, nothing is said."""
+    channel = Report((Process("channel-7.txt.tmp", False, (), state=state()),))
+    broken = replace(run(state()), observed=Observed(1.0, channel))
+    found, _ = decide(config, broken)
+    assert any("without nvcc-opt's complete channel report" in r for r in found)
+    notes: list[str] = []
+    assert state_reasons(config, StateRuns(broken, broken, broken), notes) == []
 
 
 def test_no_record_is_a_note(config) -> None:  # type: ignore[no-untyped-def]

@@ -226,6 +226,13 @@ def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> l
             "may not get much faster than the original's do"
         )
     reasons = _call_reasons(record, cand)
+    if _complete(runs.record) and _complete(runs.again) and not _complete(runs.candidate):
+        # as in the timed runs (verify/corroborate.py): without every GPU record, neither the
+        # late calls' times nor the speedup on changed inputs (changed_inputs.py) are measured
+        reasons.append(
+            "state: the candidate's run ended without nvcc-opt's complete channel report, where "
+            "the original's did (the process did not exit normally)"
+        )
     reasons += [f"state: {p}" for p in cand.problems]
     described = {a.index: _describe(a) for a in record.allocations}
     touched_again = set(again.touched)
