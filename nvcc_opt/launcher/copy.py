@@ -44,7 +44,9 @@ def write_copy(
     beside: str | None = None,
 ) -> str:
     content = splice(source, [(span, rewrite.code) for span, rewrite in applied], spelling)
-    path = copy_path(spelling, output, cwd) if beside is None else _beside(spelling, beside, cwd)
+    path = (
+        copy_path(spelling, output, cwd) if beside is None else beside_path(spelling, beside, cwd)
+    )
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     temporary = os.path.join(folder, f".tmp-{os.getpid()}")
@@ -60,12 +62,16 @@ def write_copy(
     return path
 
 
-def _beside(spelling: str, build_output: str, cwd: str) -> str:
-    """A fresh name in the folder of the build's copy for `build_output`, with a file of the
-    build copy's own name there (the build's, or an empty stand-in the build later replaces)."""
+def beside_path(
+    spelling: str, build_output: str | None, cwd: str, prefix: str = UNIT_PREFIX
+) -> str:
+    """A fresh name (`prefix`, random hex, the source's extension) in the folder of the build's
+    copy for `build_output`, with a file of the build copy's own name there (the build's, or an
+    empty stand-in the build later replaces by rename): the place where a checker's copy
+    resolves every name the code can look up as the build's copy does."""
     build_copy = copy_path(spelling, build_output, cwd)
     os.makedirs(os.path.dirname(build_copy), exist_ok=True)
-    with contextlib.suppress(FileExistsError):
+    with contextlib.suppress(FileExistsError):  # never over the build's own copy
         os.close(os.open(build_copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-    name = f"{UNIT_PREFIX}{os.urandom(8).hex()}{os.path.splitext(spelling)[1]}"
+    name = f"{prefix}{os.urandom(8).hex()}{os.path.splitext(spelling)[1]}"
     return os.path.join(os.path.dirname(build_copy), name)

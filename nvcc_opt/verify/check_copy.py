@@ -6,7 +6,7 @@ being compiled, and a quoted `#include` too. A copy preprocessed in a scratch fo
 answers such questions differently from the build's copy, so a candidate could show the
 allowlist one code (`#if __has_include("<the scratch copy's name>")`) and the build another
 (issue: red-team class `preprocessor`, `checker_sees_the_original`). So the copy goes into the
-folder where the launcher writes the build's (`launcher/copy.copy_path`, in the tree whose
+folder where the launcher writes the build's (`launcher/copy.beside_path`, in the tree whose
 compile it is), under an unguessable name, and a file with the build's copy's name is there
 while it is read (the build's own, or an empty stand-in, left there: the launcher replaces the
 copy by rename before every compile, and removing it could race with that): every name a
@@ -16,13 +16,11 @@ candidate can spell resolves alike in both. Line numbers match as well (`preproc
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
-from nvcc_opt.launcher.copy import copy_path
+from nvcc_opt.launcher.copy import beside_path
 
 PREFIX = ".nvcc-opt-check-"  # + random hex + the source's extension
 
@@ -31,12 +29,7 @@ PREFIX = ".nvcc-opt-check-"  # + random hex + the source's extension
 def beside_build(source: str, output: str | None, directory: Path, data: bytes) -> Iterator[Path]:
     """`data` written beside the build's copy of `source` (compiled to `output` in `directory`),
     under a name no candidate can know; removed on exit."""
-    build_copy = Path(copy_path(source, output, str(directory)))
-    folder = build_copy.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    ours = folder / f"{PREFIX}{secrets.token_hex(8)}{os.path.splitext(source)[1]}"
-    with contextlib.suppress(FileExistsError):  # never over the build's own copy
-        os.close(os.open(build_copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    ours = Path(beside_path(source, output, str(directory), PREFIX))
     try:
         ours.write_bytes(data)
         yield ours
