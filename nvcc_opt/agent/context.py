@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from nvcc_opt.agent.model import ModelError
+
 ELIDED = (
     "[this tool result ({chars} characters) was elided to fit the model's context; "
     "call the tool again to see it]"
@@ -74,3 +76,26 @@ def fit(
         if fits(candidate):
             return candidate, count, True
     return elide(messages, most), most, False
+
+
+def within_context(
+    messages: list[dict[str, Any]],
+    tokens: Callable[[list[dict[str, Any]]], int],
+    context: int,
+    reserved: int,
+    *,
+    name: str,
+    reserve: str,
+) -> tuple[list[dict[str, Any]], int]:
+    """`fit` for a backend that counts its own prompts: the conversation with the fewest oldest
+    tool results elided for `tokens(messages)` and the `reserved` reply tokens to fit `context`,
+    and how many were; ModelError (naming the model `name` and its option `reserve`) when even
+    every elidable result elided does not fit."""
+    fitted, elided, ok = fit(messages, lambda candidate: tokens(candidate) <= context - reserved)
+    if not ok:
+        raise ModelError(
+            f"{name}: the conversation is {tokens(fitted)} tokens with every older tool result "
+            f"elided; the context is {context} tokens, {reserved} of them kept for the reply "
+            f"({reserve})"
+        )
+    return fitted, elided

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from nvcc_opt.agent.backends.templates import HERMES_TOOLS_TEMPLATE, TEMPLATE_NAME
-from nvcc_opt.agent.context import fit
+from nvcc_opt.agent.context import within_context
 from nvcc_opt.agent.model import ModelError, Reply
 
 INSTALL_HINT = "pip install torch transformers gguf accelerate"
@@ -119,21 +119,17 @@ class HFModel:
     ) -> tuple[str, int]:
         """The prompt, with the oldest tool results elided where the whole conversation and
         `max_new_tokens` would not fit the context (`agent.context`), and how many were."""
-        room = self.context_tokens() - self.max_new_tokens
         last: list[Any] = [None, ""]  # the conversation rendered last, and its text
 
-        def fits(candidate: list[dict[str, Any]]) -> bool:
+        def tokens(candidate: list[dict[str, Any]]) -> int:
             last[:] = [candidate, self.render(candidate, tools)]
-            return self.count(last[1]) <= room
+            return self.count(last[1])
 
-        fitted, elided, ok = fit(messages, fits)
+        fitted, elided = within_context(
+            messages, tokens, self.context_tokens(), self.max_new_tokens,
+            name=self.name, reserve="max_new_tokens",
+        )  # fmt: skip
         prompt = last[1] if last[0] is fitted else self.render(fitted, tools)
-        if not ok:
-            raise ModelError(
-                f"{self.name}: the conversation is {self.count(prompt)} tokens with every older "
-                f"tool result elided; the context is {self.context_tokens()} tokens, "
-                f"{self.max_new_tokens} of them kept for the reply (max_new_tokens)"
-            )
         return prompt, elided
 
     def count(self, text: str) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from nvcc_opt.agent.context import fit
+from nvcc_opt.agent.context import within_context
 from nvcc_opt.agent.model import ModelError, Reply
 
 NOT_INSTALLED = (
@@ -54,7 +54,6 @@ class VLLMModel:
         `max_tokens` to fit the engine's context, and how many were. Raises ModelError."""
         tokenizer = self._llm.get_tokenizer()
         context = int(self._llm.llm_engine.model_config.max_model_len)
-        room = context - self.max_tokens
 
         def tokens(candidate: list[dict[str, Any]]) -> int:
             ids = tokenizer.apply_chat_template(
@@ -62,13 +61,9 @@ class VLLMModel:
             )
             return len(ids["input_ids"] if isinstance(ids, dict) else ids)
 
-        fitted, elided, ok = fit(messages, lambda candidate: tokens(candidate) <= room)
-        if not ok:
-            raise ModelError(
-                f"{self.name}: the conversation is {tokens(fitted)} tokens with every older tool "
-                f"result elided; the context is {context} tokens, {self.max_tokens} of them kept "
-                "for the reply (max_tokens)"
-            )
+        fitted, elided = within_context(
+            messages, tokens, context, self.max_tokens, name=self.name, reserve="max_tokens"
+        )
         return fitted, elided
 
     def load(self) -> None:
