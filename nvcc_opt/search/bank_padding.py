@@ -38,9 +38,9 @@ from nvcc_opt.search.cuda import (
     Kernel,
     Source,
     calls_macro,
-    declared_name,
     edited,
     identifiers,
+    operator_type,
     squeeze,
     walk,
 )
@@ -134,11 +134,9 @@ def _accesses(
         if row is None or column is None:
             return None
         found.append((row, column))
-    others = [n for n in walk(kernel.body) if n.type in ("declaration", "parameter_declaration")]
-    named = sum(
-        1 for n in others if (d := declared_name(n)) is not None and source.text(d) == tile.name
-    )
-    return found if declarations == 1 and named <= 1 else None
+    # any other declaration of the name (a scalar, a lambda's parameter) is a use that is not
+    # an element, refused above; a second array of that name in an inner scope is counted here
+    return found if declarations == 1 else None
 
 
 def _index(subscript: tree_sitter.Node) -> tree_sitter.Node | None:
@@ -173,14 +171,9 @@ def _flat(source: Source, column: tree_sitter.Node, spelled: str) -> bool:
     if spelled in text:
         return True
     return any(
-        n.type in ("binary_expression", "assignment_expression") and "*" in _operator(source, n)
+        n.type in ("binary_expression", "assignment_expression") and "*" in (operator_type(n) or "")
         for n in walk(column)
     )
-
-
-def _operator(source: Source, node: tree_sitter.Node) -> str:
-    operator = node.child_by_field_name("operator")
-    return "" if operator is None else source.text(operator)
 
 
 def _pad(source: Source, columns: tree_sitter.Node) -> Edit:

@@ -70,7 +70,7 @@ def gather(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[
                     )
                     line = statement(search_lines(window))
                 found += _launches(line)
-        wanted = {w for launch in found for w in _words(launch.block)} | column_words(code)
+        wanted = {w for launch in found for w in _words(launch.block)} | column_words(source)
         wanted -= set(names)
         for word in sorted(wanted):
             if not room():

@@ -16,8 +16,6 @@ from nvcc_opt.search.read_patterns import names_in
 class Tile:
     name: str
     element: str  # the element type as written, qualifiers dropped ("float", "dfloat")
-    declaration: tree_sitter.Node
-    rows: tree_sitter.Node  # the first size expression
     columns: tree_sitter.Node  # the second (last) size expression
 
 
@@ -46,17 +44,16 @@ def tiles(source: Source, kernel: Kernel) -> list[Tile]:
         if inner is None or inner.type != "array_declarator" or name is None:
             continue
         rows, columns = inner.child_by_field_name("size"), outer.child_by_field_name("size")
-        if name.type != "identifier" or rows is None or columns is None:
+        if name.type != "identifier" or rows is None or columns is None:  # both sizes given
             continue
         if kind.type not in ("primitive_type", "type_identifier", "sized_type_specifier"):
             continue
-        found.append(Tile(source.text(name), source.words(kind), node, rows, columns))
+        found.append(Tile(source.text(name), source.words(kind), columns))
     return found
 
 
-def column_words(code: str) -> set[str]:
+def column_words(source: Source) -> set[str]:
     """The names the column counts of the region's shared tiles use: values `search` finds."""
-    source = Source(code)
     return {
         word
         for kernel in source.kernels()
