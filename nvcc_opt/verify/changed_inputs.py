@@ -138,15 +138,20 @@ def _changed(times: StateTimes) -> tuple[float, float]:
     """The region's speedup on the changed inputs, and how much the original's own spread
     between its two state runs widens the allowances."""
     original = (times.record_ns + times.again_ns) / 2
-    spread = abs(times.record_ns - times.again_ns) / min(times.record_ns, times.again_ns)
-    return original / times.candidate_ns, 1 + SPREAD * spread
+    return original / times.candidate_ns, 1 + SPREAD * _spread(times)
+
+
+def _spread(times: StateTimes) -> float:
+    """How far apart the original's two state runs are, relative to the faster."""
+    low, high = sorted((times.record_ns, times.again_ns))
+    return high / low - 1
 
 
 def _too_noisy(times: StateTimes) -> str:
     """The `unmeasured:` caveat where the original's two state runs are too far apart to judge
     the candidate by (MAX_SPREAD), else ""."""
     low, high = sorted((times.record_ns, times.again_ns))
-    if low <= 0 or high / low - 1 <= MAX_SPREAD:
+    if low <= 0 or _spread(times) <= MAX_SPREAD:
         return ""
     return (
         "unmeasured: whether the region's GPU speedup holds on inputs other than the program's "
