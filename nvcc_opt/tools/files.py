@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from nvcc_opt.toolbox.schema import ToolError, tool
+from nvcc_opt.tools.hidden import REFUSED, shown_text
 
 WINDOW = 100
 MAX_WINDOW = 400
@@ -54,7 +55,10 @@ class ProjectFiles:
         if real.is_dir():
             raise ToolError(f"'{shown}' is a folder; list_dir(path='{shown}') lists it")
         data = self._text_bytes(real, shown, MAX_VIEW_BYTES)
-        lines = _lines(data.decode("utf-8", errors="replace"))
+        text = shown_text(real.name, data.decode("utf-8", errors="replace"))
+        if text is None:
+            raise ToolError(f"'{shown}' {REFUSED}")
+        lines = _lines(text)
         if not lines:
             return f"[{shown}: empty file]"
         last = _check_window(shown, start, end, len(lines))
@@ -216,6 +220,7 @@ class _Search:
         self.binary = 0
         self.large = 0
         self.unreadable = 0
+        self.hidden = 0
         self.notes: list[str] = []
 
     def scan(self, file: Path, shown: str) -> None:
@@ -231,7 +236,11 @@ class _Search:
         if b"\0" in data[:_SNIFF]:
             self.binary += 1
             return
-        for number, line in enumerate(_lines(data.decode("utf-8", errors="replace")), 1):
+        text = shown_text(file.name, data.decode("utf-8", errors="replace"))
+        if text is None:
+            self.hidden += 1
+            return
+        for number, line in enumerate(_lines(text), 1):
             match = self.pattern.search(line)
             if match:
                 self.hits.setdefault(shown, []).append(f"{number:>5} | {_around(line, match)}")
@@ -241,6 +250,7 @@ class _Search:
             (self.binary, "binary"),
             (self.large, "over 2 MB"),
             (self.unreadable, "unreadable"),
+            (self.hidden, "hidden from the model"),
         ]
         notes = [f"{n} {kind}" for n, kind in counts if n] + self.notes
         extra = f"; skipped files: {', '.join(notes)}" if notes else ""
