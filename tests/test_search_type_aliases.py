@@ -69,3 +69,55 @@ def test_the_policy_searches_for_an_unknown_element_type() -> None:
     assert len(asked) == 1 and r"\breal\s*;" in asked[0]
     timed = [args["code"] for name, args in calls if name == "benchmark_code"]
     assert any("float4" in code for code in timed)  # vector loads, known to be floats
+
+
+MACROS = "macros the build's command line defines, used by the region: "
+
+
+def _macros_line(line: str) -> Any:
+    """Tools whose compiler_analysis also names the command line's macros, as the tool writes."""
+    asked: list[str] = []
+
+    def tools(name: str, args: dict[str, Any]) -> str:
+        if name == "search" and "typedef" in args["pattern"]:
+            asked.append(args["pattern"])
+            return "no matches"
+        seen = gpu(name, args)
+        if name == "compiler_analysis":
+            head, _, rest = seen.partition("\n")
+            return f"{head}\n{line}\n{rest}"
+        return seen
+
+    return tools, asked
+
+
+def test_a_type_the_command_line_defines_needs_no_search() -> None:
+    tools, asked = _macros_line(MACROS + "real=float")
+    region = SCALE.replace("scale", "rows")
+    calls, _ = drive(SearchPolicy(), tools, offered=[*ALL_TOOLS], region=region)
+    assert asked == []
+    assert any("float4" in a["code"] for name, a in calls if name == "benchmark_code")
+
+
+def test_the_command_line_and_the_region_disagreeing_leaves_the_type_unknown() -> None:
+    region = "#define real double\n" + SCALE.replace("scale", "rows")
+    tools, _ = _macros_line(MACROS + "real=float")
+    calls, _ = drive(SearchPolicy(), tools, offered=[*ALL_TOOLS], region=region)
+    timed = [a["code"] for name, a in calls if name == "benchmark_code"]
+    assert not any("float4" in code or "double2" in code for code in timed)
+
+
+def test_a_define_found_by_search_or_in_the_region_is_a_type() -> None:
+    region = SCALE.replace("scale", "rows")
+
+    def tools(name: str, args: dict[str, Any]) -> str:
+        if name == "search" and "typedef" in args["pattern"]:
+            assert "define" in args["pattern"]
+            return "[1 match]\nsrc/types.h (1)\n    2 | #define real  double  // precision"
+        return gpu(name, args)
+
+    calls, _ = drive(SearchPolicy(), tools, offered=[*ALL_TOOLS], region=region)
+    assert any("double2" in a["code"] for name, a in calls if name == "benchmark_code")
+    own = "#define real float\n" + region
+    calls, _ = drive(SearchPolicy(), gpu, offered=[*ALL_TOOLS], region=own)
+    assert any("float4" in a["code"] for name, a in calls if name == "benchmark_code")

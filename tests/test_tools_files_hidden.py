@@ -42,7 +42,7 @@ def test_the_verify_table_is_blanked_with_line_numbers_kept(tmp_path: Path) -> N
     assert "hidden from the model" in shown
     # the tables around it are shown as they are, on their own line numbers
     assert '    2 | command = ["./app", "--size", "4096"]' in shown
-    assert "   12 | kind = \"regex\"" in shown
+    assert '   12 | kind = "regex"' in shown
 
 
 def test_search_does_not_find_it_in_the_config_but_does_elsewhere(tmp_path: Path) -> None:

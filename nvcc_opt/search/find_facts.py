@@ -7,7 +7,7 @@ declarations, read with `search` and `file_viewer`)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import replace
 
 from nvcc_opt.search.cuda import LDG_TYPES, Kernel, Source, walk
@@ -45,12 +45,22 @@ DECLARATION_PREFIX = re.compile(r"[A-Za-z_][\w\s:<>,*&]*[\w*&>]")
 NOT_A_TYPE = {"return", "else", "case", "do", "new", "delete", "throw", "goto", "co_return"}
 
 
-def gather(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[Step, str, Facts]:
-    """Launch block sizes and pointer aliasing, from the region and from `search`."""
+def gather(
+    code: str,
+    offered: set[str],
+    room: Callable[[], bool],
+    given: Mapping[str, str] | None = None,
+) -> Generator[Step, str, Facts]:
+    """Launch block sizes and pointer aliasing, from the region and from `search`; `given`: the
+    macros the build's command line defines (compiler_analysis names them), constants and type
+    names as the region's own `#define`s are (a name the region defines otherwise is dropped)."""
     source = Source(code)
     kernels = source.kernels()
     found = launches(code)
     names = definitions(code)
+    for name, value in (given or {}).items():
+        if names.setdefault(name, value) != value:
+            del names[name]
     if "search" in offered:
         for kernel in kernels:
             if any(launch.kernel == kernel.name for launch in found) or not room():
@@ -81,7 +91,11 @@ def gather(code: str, offered: set[str], room: Callable[[], bool]) -> Generator[
             )
             for name, value in definitions("\n".join(search_lines(seen))).items():
                 names.setdefault(name, value)
-    pointers, types, asked = pointer_aliases(code), type_aliases(code), set[str]()
+    pointers, types, asked = (
+        pointer_aliases(code),
+        macro_types(names, type_aliases(code)),
+        set[str](),
+    )
     # every name seen defined as a pointer, resolved or not, and the structs holding pointers
     named = pointer_names(code) | pointer_holders(code)
     if "search" in offered:
@@ -183,7 +197,18 @@ def _aliases(
                 {"pattern": _definition(word), "regex": True},
                 f"Finding what type {word} is.",
             )
-            types = type_aliases("\n".join(search_lines(seen)), types)
+            lines = "\n".join(search_lines(seen))
+            types = macro_types(definitions(lines), type_aliases(lines, types))
+    return types
+
+
+def macro_types(names: Mapping[str, str], types: dict[str, str]) -> dict[str, str]:
+    """`types` with the macros of `names` that stand for a builtin type (`#define real double`,
+    `-Dreal=double`), unless the name is an alias of another type already."""
+    for name, value in names.items():
+        words = " ".join(re.sub(r"//.*|/\*.*?\*/", " ", value).split())
+        if words in LDG_TYPES and types.setdefault(name, words) != words:
+            del types[name]
     return types
 
 
@@ -207,7 +232,8 @@ def _pointer_aliases(
             "search", {"pattern": _definition(word), "regex": True}, f"Finding what type {word} is."
         )
         lines = "\n".join(search_lines(seen))
-        pointers, types = pointer_aliases(lines, pointers), type_aliases(lines, types)
+        pointers = pointer_aliases(lines, pointers)
+        types = macro_types(definitions(lines), type_aliases(lines, types))
         named |= pointer_names(lines)
     return pointers, types
 
@@ -225,8 +251,9 @@ def _launched(kernel: str) -> str:
 
 
 def _definition(word: str) -> str:
-    """A `search` pattern for the `typedef` or `using` that defines the type name `word`."""
-    return rf"(typedef\s[^;]*\b{word}\s*;)|(using\s+{word}\s*=)"
+    """A `search` pattern for the `typedef`, `using` or `#define` that defines the type name
+    `word`."""
+    return rf"(typedef\s[^;]*\b{word}\s*;)|(using\s+{word}\s*=)|(#\s*define\s+{word}\s)"
 
 
 def _last_alias(word: str, types: dict[str, str]) -> str:

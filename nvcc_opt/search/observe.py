@@ -27,6 +27,7 @@ class Analysis:
     machine_code: tuple[tuple[str, str, str], ...] = ()  # (kernel, arch, SASS digest), sorted
     spill_bytes: int = 0  # the most spill stores of any kernel
     occupancy_pct: int | None = None  # the lowest theoretical occupancy shown
+    defines: tuple[tuple[str, str], ...] = ()  # command-line macros the region uses (name, value)
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,13 @@ _REGISTER_LIMIT = re.compile(r"\((\d+)% occupancy\), limited by [^\n]*\bregister
 _REGISTER_CEILING = "limited by registers at any block size"
 
 
+_MACROS = re.compile(r"^macros the build's command line defines, used by the region: (.*)$", re.M)
+
+
 def read_analysis(observation: str) -> Analysis:
     counts = [int(n) for n in _REGISTERS.findall(observation)]
+    macros = _MACROS.search(observation)
+    pairs = [p.partition("=") for p in macros.group(1).split(", ")] if macros else []
     spills = [int(n) for n in _SPILLS.findall(observation)]
     occupancy = [int(n) for n in _OCCUPANCY.findall(observation)]
     return Analysis(
@@ -93,6 +99,7 @@ def read_analysis(observation: str) -> Analysis:
         tuple(sorted(_DIGEST.findall(observation))),
         max(spills) if spills else 0,
         min(occupancy) if occupancy else None,
+        tuple((name, value) for name, equals, value in pairs if equals),
     )
 
 

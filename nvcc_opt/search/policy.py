@@ -182,7 +182,8 @@ def _search(
     if "profile_kernel" in offered and room():
         why = "Measuring what bounds the kernel (memory, compute or latency) and why it stalls."
         profile = read_profile((yield Call("profile_kernel", {}, why)))
-    facts = _run_block(code, (yield from gather(code, offered, room)), profile)
+    given = dict(analysis.defines) if analysis is not None else {}
+    facts = _run_block(code, (yield from gather(code, offered, room, given)), profile)
     kernels = Source(code).kernels()
     bounded = bool(kernels) and all(k.launch_bounds for k in kernels)
     found = transform_changes(code, facts) + flag_changes(target, analysis, bounded)

@@ -20,6 +20,7 @@ from nvcc_opt.toolbox.schema import ToolError, tool
 from nvcc_opt.tools import ptxas
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.launch_occupancy import Shapes, occupancy_lines, shapes_of
+from nvcc_opt.workspace.defines import used
 from nvcc_opt.workspace.diagnostics import trim_errors
 from nvcc_opt.workspace.tree import TreeError
 from nvcc_opt.workspace.unit import Compiled, UnitError, compile_unit
@@ -32,6 +33,7 @@ NO_KERNELS = (
 EXCERPT_LINES = 40  # per kernel: enough to see a loop body, small enough for several kernels
 MIX_ENTRIES = 16
 TOOL_TIMEOUT_S = 60.0
+MAX_MACROS = 16  # command-line macros named in the heading
 
 
 @dataclass
@@ -90,8 +92,15 @@ class Analysis:
         found = [f for f in report.functions if f.entry and _wanted(f, names, readable)]
         if not found:
             return _nothing_compiled(declared, report)
-        launch_text = ptxas.code_only(self._spliced(text))
+        spliced = self._spliced(text)
+        # the command line's macros first, as the preprocessor sees them, for launch shapes
+        macros = used(dict(compiled.defines), spliced).items()
+        launch_text = ptxas.code_only("".join(f"#define {n} {v}\n" for n, v in macros) + spliced)
+        given = used(dict(compiled.defines), text)
         lines = [_heading(self.bench.region.name, code, compile_args, declared, found)]
+        if given:
+            shown = ", ".join(f"{n}={v}" for n, v in list(given.items())[:MAX_MACROS])
+            lines.append(f"macros the build's command line defines, used by the region: {shown}")
         for kernel in dict.fromkeys(f.name for f in found):
             base = _base(kernel, readable)
             bounds = next((k.launch_bounds for k in declared if k.name == base), None)

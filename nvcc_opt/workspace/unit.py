@@ -13,14 +13,15 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nvcc_opt.commands import GUARD
 from nvcc_opt.launcher import candidate, chain
 from nvcc_opt.launcher.copy import BESIDE
 from nvcc_opt.launcher.option_table import ALL_OPTIONS, Role
+from nvcc_opt.workspace.defines import defines
 from nvcc_opt.workspace.runner import Runner
 
 _DROPPED = frozenset((Role.OUTPUT, Role.DEPFILE, Role.DEP_MODE, Role.DEP_TARGET) + (Role.DEP_FLAG,))
@@ -60,6 +61,7 @@ class Compiled:
     keep: Path  # nvcc's intermediates (PTX, cubins)
     ok: bool = True
     timed_out: bool = False
+    defines: Mapping[str, str] = field(default_factory=dict)  # the command's macros (defines.py)
 
 
 def compile_command(database: Path, source: Path) -> tuple[list[str], Path]:
@@ -160,7 +162,7 @@ def compile_unit(
         sandbox=False,
     )
     output = f"{done.stdout}\n{done.stderr}"
-    return Compiled(output, obj, keep, done.ok, done.timed_out)
+    return Compiled(output, obj, keep, done.ok, done.timed_out, defines(words))
 
 
 def object_of(tree: Path, source: Path) -> Path | None:
