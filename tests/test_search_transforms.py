@@ -13,8 +13,8 @@ from nvcc_opt.search.launches import (
     constant,
     definitions,
     launches,
-    search_lines,
 )
+from nvcc_opt.search.observed_lines import search_lines
 from nvcc_opt.search.unroll import unroll, unroll_runtime
 
 ROWS = """\

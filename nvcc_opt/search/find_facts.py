@@ -17,11 +17,9 @@ from nvcc_opt.search.launches import (
     definitions,
     facts_from,
     launches,
-    search_hits,
-    search_lines,
-    statement,
     type_aliases,
 )
+from nvcc_opt.search.observed_lines import search_hits, search_lines, statement
 from nvcc_opt.search.pointer_aliases import (
     alias_parameters,
     expand,
@@ -36,6 +34,7 @@ from nvcc_opt.search.steps import Call, Step
 
 LAUNCH_LINES = 8  # a launch written over several lines: how many file_viewer shows from its first
 ALIAS_ROUNDS = 3  # searches for an element type's typedef: an alias of an alias of a builtin
+VALUE_ROUNDS = 2  # searches for a block size's names, then for the names their values use
 MAX_TYPE_NAMES = 6  # type names of kernel parameters looked up as possible pointer types
 MAX_HELPERS = 8  # helpers whose declarations are looked up
 MAX_DECLARATIONS = 3  # declarations read per helper (a prototype, a definition, an overload)
@@ -81,16 +80,21 @@ def gather(
                     line = statement(search_lines(window))
                 found += _launches(line)
         wanted = {w for launch in found for w in _words(launch.block)} | column_words(source)
-        wanted -= set(names)
-        for word in sorted(wanted):
-            if not room():
-                break
-            pattern = rf"(\b{word}\s*(=|\(|\{{))|(#\s*define\s+{word}\b)"
-            seen = yield Call(
-                "search", {"pattern": pattern, "regex": True}, f"Finding the value of {word}."
-            )
-            for name, value in definitions("\n".join(search_lines(seen))).items():
-                names.setdefault(name, value)
+        searched: set[str] = set()
+        for _ in range(VALUE_ROUNDS):  # a value may name another (`dim3 b(THREADS)`)
+            wanted -= set(names) | searched
+            for word in sorted(wanted):
+                if not room():
+                    break
+                searched.add(word)
+                seen = yield Call(
+                    "search",
+                    {"pattern": _value_of(word), "regex": True},
+                    f"Finding the value of {word}.",
+                )
+                for name, value in definitions("\n".join(search_lines(seen))).items():
+                    names.setdefault(name, value)
+            wanted = {w for word in wanted if word in names for w in _words(names[word])}
     pointers, types, asked = (
         pointer_aliases(code),
         macro_types(names, type_aliases(code)),
@@ -262,6 +266,16 @@ def _last_alias(word: str, types: dict[str, str]) -> str:
 
 def _launches(line: str) -> list[Launch]:
     return launches("void nvcc_opt_launch() {\n" + line + "\n}")
+
+
+def _value_of(word: str) -> str:
+    """A `search` pattern for the lines that give `word` its value: `word = ...`, `word(...)`,
+    `word{...}`, `#define word`, and a dim3 declared bare and given extents (`dim3 word;`,
+    `word.x = ...`)."""
+    return (
+        rf"(\b{word}\s*(=|\(|\{{))|(#\s*define\s+{word}\b)|(\bdim3\s+{word}\s*;)"
+        rf"|(\b{word}\.[xyz]\s*=)"
+    )
 
 
 def _words(expression: str) -> set[str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import tree_sitter
 
 from nvcc_opt.search.cuda import LDG_TYPES, Source, declared_name, define, walk
+from nvcc_opt.search.dim3_values import dim3_definitions
 from nvcc_opt.search.kernel_facts import Facts
 from nvcc_opt.search.signatures import readonly_params
 
@@ -92,8 +93,8 @@ def _helper_launch(
 
 def definitions(code: str) -> dict[str, str]:
     """name -> value text of every `[const|constexpr] T name = value;`, `dim3 name(a, b)`,
-    `T name{...}` and `#define NAME value` in `code`; a name defined twice differently is
-    dropped."""
+    `T name{...}` and `#define NAME value` in `code`, and dim3s as `dim3_values` reads them; a
+    name defined twice differently is dropped."""
     source = Source(code)
     found: dict[str, str] = {}
     dropped: set[str] = set()
@@ -115,6 +116,8 @@ def definitions(code: str) -> dict[str, str]:
             value = node.child_by_field_name("value")
             if name is not None and value is not None:
                 add(source.text(name), source.text(value).strip())
+    for named, given in dim3_definitions(source):  # `dim3 b (N);`, `dim3 b; b.x = N;`
+        add(named, given)
     return found
 
 
@@ -197,40 +200,6 @@ def _product(
             return None
         total *= value
     return total
-
-
-def search_lines(observation: str) -> list[str]:
-    """The code of each matching line in a `search` tool observation (`   12 | code`)."""
-    lines = []
-    for line in observation.splitlines():
-        number, bar, code = line.partition(" | ")
-        if bar and number.strip().isdigit():
-            lines.append(code)
-    return lines
-
-
-def search_hits(observation: str) -> list[tuple[str, int, str]]:
-    """(file, line number, code) of each matching line in a `search` observation, whose files
-    head their lines as `path (count)`."""
-    hits, path = [], ""
-    for line in observation.splitlines():
-        number, bar, code = line.partition(" | ")
-        if bar and number.strip().isdigit():
-            hits.append((path, int(number), code))
-        elif line.endswith(")") and " (" in line and not line.startswith("["):
-            path = line.rsplit(" (", 1)[0]
-    return hits
-
-
-def statement(lines: Iterable[str]) -> str:
-    """The lines up to the first that ends a statement (`;`), joined: a launch written over
-    several lines, as file_viewer shows them from its first line."""
-    taken = []
-    for line in lines:
-        taken.append(line.strip())
-        if ";" in line:
-            break
-    return " ".join(taken)
 
 
 def kernel_arguments(launch: Launch, params: int) -> list[tuple[str, ...]]:
