@@ -71,7 +71,7 @@ def test_the_policy_searches_for_an_unknown_element_type() -> None:
     assert any("float4" in code for code in timed)  # vector loads, known to be floats
 
 
-MACROS = "macros the build's command line defines, used by the region: "
+MACROS = "macros the build's command line defines, used in the region's file: "
 
 
 def _macros_line(line: str) -> Any:

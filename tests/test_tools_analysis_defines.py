@@ -62,8 +62,8 @@ def test_compiler_analysis_names_them_and_reads_the_launch_size(definesapp: Path
     analysis = Analysis(Benchmark(load(definesapp), region, ProcessRunner(), launcher=exe))
     text = analysis.compiler_analysis()
     line = next(x for x in text.splitlines() if x.startswith("macros the build's command line"))
-    # the region uses `real`; ROWS sizes its launch outside the region; UNUSED_HERE is not shown
-    assert "real=double" in line and "UNUSED_HERE" not in line and "ROWS" not in line
+    # the region uses `real`, ROWS sizes its launch outside it; the file never uses UNUSED_HERE
+    assert "real=double" in line and "ROWS=128" in line and "UNUSED_HERE" not in line
     assert "<<<(n + ROWS - 1) / ROWS, ROWS>>>: 128 threads/block" in text
     assert "ld.global.f64" in text  # the real type the command line gave
-    assert read_analysis(text).defines == (("real", "double"),)
+    assert dict(read_analysis(text).defines) == {"real": "double", "ROWS": "128"}

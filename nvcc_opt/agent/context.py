@@ -10,8 +10,9 @@ the results of the newest turn's calls stay whole. The model sees the note and m
 again.
 
 One rule for both sides of distillation: the in-process backend applies it to the prompt it is
-about to send (`hf_local`), and `train sft` applies it to each conversation before training, so
-a student learns on the same kind of conversation it will later see.
+about to send (`hf_local`, `fit_prompt` through `within_context`), and `train sft` applies the
+same `fit_prompt` to each assistant turn's prompt of a teacher's conversation, so a student
+learns each turn on the prompt it would be shown at that turn.
 """
 
 from __future__ import annotations
@@ -78,6 +79,18 @@ def fit(
     return elide(messages, most), most, False
 
 
+def fit_prompt(
+    messages: list[dict[str, Any]],
+    tokens: Callable[[list[dict[str, Any]]], int],
+    context: int,
+    reserved: int,
+) -> tuple[list[dict[str, Any]], int, bool]:
+    """`fit` for a prompt of `tokens(messages)` tokens that must leave `reserved` of `context`
+    for the reply: the rule of the backends that count their own prompts (`within_context`), and
+    of `train sft` for each assistant turn of a teacher's conversation."""
+    return fit(messages, lambda candidate: tokens(candidate) <= context - reserved)
+
+
 def within_context(
     messages: list[dict[str, Any]],
     tokens: Callable[[list[dict[str, Any]]], int],
@@ -87,11 +100,11 @@ def within_context(
     name: str,
     reserve: str,
 ) -> tuple[list[dict[str, Any]], int]:
-    """`fit` for a backend that counts its own prompts: the conversation with the fewest oldest
-    tool results elided for `tokens(messages)` and the `reserved` reply tokens to fit `context`,
-    and how many were; ModelError (naming the model `name` and its option `reserve`) when even
-    every elidable result elided does not fit."""
-    fitted, elided, ok = fit(messages, lambda candidate: tokens(candidate) <= context - reserved)
+    """`fit_prompt` for a backend: the conversation with the fewest oldest tool results elided
+    for `tokens(messages)` and the `reserved` reply tokens to fit `context`, and how many were;
+    ModelError (naming the model `name` and its option `reserve`) when even every elidable
+    result elided does not fit."""
+    fitted, elided, ok = fit_prompt(messages, tokens, context, reserved)
     if not ok:
         raise ModelError(
             f"{name}: the conversation is {tokens(fitted)} tokens with every older tool result "

@@ -83,7 +83,9 @@ _REGISTER_LIMIT = re.compile(r"\((\d+)% occupancy\), limited by [^\n]*\bregister
 _REGISTER_CEILING = "limited by registers at any block size"
 
 
-_MACROS = re.compile(r"^macros the build's command line defines, used by the region: (.*)$", re.M)
+_MACROS = re.compile(
+    r"^macros the build's command line defines, used in the region's file: (.*)$", re.M
+)
 
 
 def read_analysis(observation: str) -> Analysis:

@@ -94,13 +94,16 @@ class Analysis:
             return _nothing_compiled(declared, report)
         spliced = self._spliced(text)
         # the command line's macros first, as the preprocessor sees them, for launch shapes
-        macros = used(dict(compiled.defines), spliced).items()
-        launch_text = ptxas.code_only("".join(f"#define {n} {v}\n" for n, v in macros) + spliced)
-        given = used(dict(compiled.defines), text)
+        given = used(dict(compiled.defines), spliced)
+        launch_text = ptxas.code_only(
+            "".join(f"#define {n} {v}\n" for n, v in given.items()) + spliced
+        )
         lines = [_heading(self.bench.region.name, code, compile_args, declared, found)]
         if given:
             shown = ", ".join(f"{n}={v}" for n, v in list(given.items())[:MAX_MACROS])
-            lines.append(f"macros the build's command line defines, used by the region: {shown}")
+            lines.append(
+                f"macros the build's command line defines, used in the region's file: {shown}"
+            )
         for kernel in dict.fromkeys(f.name for f in found):
             base = _base(kernel, readable)
             bounds = next((k.launch_bounds for k in declared if k.name == base), None)
