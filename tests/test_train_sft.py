@@ -21,6 +21,7 @@ from nvcc_opt_train.cli import train  # noqa: E402
 from nvcc_opt_train.conversations import conversation, write_dataset  # noqa: E402
 from nvcc_opt_train.sft import TRAIN_LOG, SFTSettings, _trainer  # noqa: E402
 from nvcc_opt_train.tiny import tiny_student  # noqa: E402
+from nvcc_opt_train.turns import Budget, all_examples  # noqa: E402
 from tests.test_train_conversations import scripted_traces  # noqa: E402
 
 
@@ -44,6 +45,24 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     write_dataset(rows, dataset)
     student = tiny_student(folder / "tiny", [rendered(r) for r in rows])
     return {"rows": rows, "dataset": dataset, "student": student}
+
+
+def examples(rows: list[dict[str, Any]], tokenizer: Any, budget: Budget | None = None) -> Any:
+    """The SFT examples of `rows` (roomy: one per conversation, all of it)."""
+    return all_examples(rows, tokenizer, budget or Budget(8192, 512))[0]
+
+
+def label_runs(labels: list[int]) -> list[tuple[int, int]]:
+    """The [start, end) spans of trained tokens: one per assistant turn."""
+    runs: list[tuple[int, int]] = []
+    for i, label in enumerate(labels):
+        if label == -100:
+            continue
+        if runs and runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], i + 1)
+        else:
+            runs.append((i, i + 1))
+    return runs
 
 
 def sft(*args: str | Path) -> Any:
@@ -73,7 +92,8 @@ def test_labels_are_exactly_the_assistant_turns(made: dict[str, Any], tmp_path: 
     tokenizer = AutoTokenizer.from_pretrained(made["student"])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        trainer = _trainer(made["rows"], made["student"], tokenizer, tmp_path, SFTSettings())
+        rows = examples(made["rows"], tokenizer)
+        trainer = _trainer(rows, made["student"], tokenizer, tmp_path, SFTSettings())
     assert not trainer.args.gradient_checkpointing, "off unless asked for (slow on a CPU)"
     assert not [w for w in caught if "checkpointing" in str(w.message)], "the current name"
     for index, row in enumerate(made["rows"]):
@@ -164,18 +184,20 @@ def test_bad_input_is_refused_in_one_line(made: dict[str, Any], tmp_path: Path) 
     assert not any((tmp_path / f"o{n}").exists() for n in range(1, 5))
 
 
-def test_a_conversation_longer_than_max_length_is_left_out_never_cut(
+def test_a_turn_longer_than_max_length_is_left_out_never_cut(
     made: dict[str, Any], tmp_path: Path
 ) -> None:
-    """trl would cut a long conversation at its end, which is the teacher's final answer (on an
-    H100, the one trace kept lost all of it: 9,602 tokens, the answer from token 8,775, cut at
-    8,192). Longer ones are left out with a warning; when none is left, one line and no OUT."""
+    """trl would cut a long example at its end, which is a reply, the last one the teacher's
+    final answer (on an H100, the one trace kept lost all of it: 9,602 tokens, the answer from
+    token 8,775, cut at 8,192). A turn longer than --max-length with its prompt is left out with
+    a warning, the turns before it still train; when none is left, one line and no OUT."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(made["student"])
-    trainer = _trainer(made["rows"], made["student"], tokenizer, tmp_path / "t", SFTSettings())
+    trainer = _trainer(
+        examples(made["rows"], tokenizer), made["student"], tokenizer, tmp_path / "t", SFTSettings()
+    )
     lengths = sorted(len(ids) for ids in trainer.train_dataset["input_ids"])
-    assert lengths[0] < lengths[-1], lengths
     assert lengths == sorted(len(tokenizer(rendered(r))["input_ids"]) for r in made["rows"])
 
     out = tmp_path / "some"
@@ -185,46 +207,71 @@ def test_a_conversation_longer_than_max_length_is_left_out_never_cut(
         "--max-length", limit,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert f"1 of 3 conversations are longer than --max-length {limit} tokens" in result.output
+    assert f"1 assistant turns left out: with their prompt they are longer than --max-length " \
+        f"{limit} tokens ({lengths[-1]})" in result.output  # fmt: skip
     log = json.loads((out / TRAIN_LOG).read_text())
-    assert log["left_out_longer_than_max_length"] == [lengths[-1]]
+    sizes = [len(tokenizer(rendered(r))["input_ids"]) for r in made["rows"]]
+    turns = [[0] * sum(m["role"] == "assistant" for m in r["messages"]) for r in made["rows"]]
+    longest = sizes.index(lengths[-1])
+    turns[longest].pop()  # its final answer is left out; its turns before it train
+    assert log["turns_left_out_long"][longest] == [lengths[-1]]
+    assert log["elided_tool_results"] == turns and turns[longest]
+    assert log["examples"] == 3 and log["left_out_longer_than_max_length"] == []
 
     none = tmp_path / "none"
     result = sft(
-        made["dataset"], "--student", made["student"], "--out", none,
-        "--max-length", str(lengths[0] - 1),
+        made["dataset"], "--student", made["student"], "--out", none, "--max-length", "40",
     )  # fmt: skip
     assert result.exit_code == 1, result.output
-    last = result.output.strip().splitlines()[-1]  # after the tokenizer's progress lines
-    assert last.startswith("Error: ") and "every conversation is longer than --max-length" in last
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("Error: ") and "no assistant turn left to train on" in last
+    assert "longer than --max-length 40 tokens" in last
     assert not none.exists()
 
 
-def test_older_tool_results_give_way_to_fit_max_length(
+def test_each_turn_trains_on_the_prompt_the_hf_backend_shows_it(
     made: dict[str, Any], tmp_path: Path
 ) -> None:
-    """A teacher's conversation longer than the student's context keeps its final answer: its
-    oldest tool results are elided, by the rule the hf backend applies at inference."""
+    """A teacher's conversation longer than the student's context: its last turn's prompt has
+    the oldest tool result elided, as the hf backend elides it at that turn, and its earlier
+    turns see that result whole, as the backend shows it to them. Through trl's own
+    tokenization: the tokens before each trained turn are the backend's prompt for that turn."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(made["student"])
     row = json.loads(json.dumps(made["rows"][0]))
-    first_result = next(i for i, m in enumerate(row["messages"]) if m["role"] == "tool")
-    row["messages"][first_result]["content"] = "kernel.cu\n" * 400
+    messages, tools = row["messages"], json.loads(row["tools"])
+    turns = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+    first_result = next(i for i, m in enumerate(messages) if m["role"] == "tool")
+    messages[first_result]["content"] = "kernel.cu\n" * 400
+    backend = hf_local.from_spec(f"{made['student']}?max_new_tokens=64")
+    needed = backend.count(backend.render(messages[: turns[-1]], tools))
+    backend.context = needed - 1 + 64  # the last turn's prompt is one token too long
+    shown = [backend._within_context(messages[:turn], tools) for turn in turns]
+    assert [n for _, n in shown] == [0, 0, 1]
+
+    budget = Budget(backend.context, 64)
+    trainer = _trainer(
+        examples([row], tokenizer, budget), made["student"], tokenizer, tmp_path / "t",
+        SFTSettings(),
+    )  # fmt: skip
+    seen = []
+    for index in range(len(trainer.train_dataset)):
+        batch = trainer.data_collator([trainer.train_dataset[index]])
+        ids, labels = batch["input_ids"][0].tolist(), batch["labels"][0].tolist()
+        seen += [tokenizer.decode(ids[:start]) for start, _ in label_runs(labels)]
+    assert seen == [prompt for prompt, _ in shown]
+
     dataset = tmp_path / "long.jsonl"
     write_dataset([row, *made["rows"][1:]], dataset)
-    whole = len(tokenizer(rendered(row))["input_ids"])
-    longest_other = max(len(tokenizer(rendered(r))["input_ids"]) for r in made["rows"][1:])
-    limit = max(whole - 300, longest_other)  # the 400 lines must go; the others fit as they are
-    assert limit < whole
-
     out = tmp_path / "out"
     result = sft(
         dataset, "--student", made["student"], "--out", out, "--max-steps", "1",
-        "--max-length", str(limit),
+        "--context", str(backend.context), "--reply-tokens", "64",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "1 of 3 conversations had older tool results elided" in result.output
+    assert "1 of 3 conversations outgrow the context" in result.output
     log = json.loads((out / TRAIN_LOG).read_text())
-    assert log["elided_tool_results"] == [1, 0, 0]
+    assert log["elided_tool_results"] == [[0, 0, 1], [0, 0], [0]]
+    assert log["examples"] == 4 and log["context"] == backend.context
     assert log["left_out_longer_than_max_length"] == []

@@ -20,11 +20,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from nvcc_opt.agent.context import fit
 from nvcc_opt.agent.trace import TRACE_FORMAT, TRACE_VERSION, TraceError, load_trace
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
@@ -108,30 +107,6 @@ def _call(where: str, call: Any) -> dict[str, Any]:
         "type": "function",
         "function": {"name": function["name"], "arguments": arguments},
     }
-
-
-def fit_rows(
-    rows: list[dict[str, Any]],
-    length: Callable[[list[dict[str, Any]], list[dict[str, Any]]], int],
-    max_length: int,
-) -> tuple[list[dict[str, Any]], list[int]]:
-    """Each row within `max_length` tokens (`length(messages, tools)`), by the rule the
-    in-process backend applies to its prompts (`nvcc_opt.agent.context`): the oldest tool
-    results elided, as few as it takes, never an assistant turn. The rows and, per row, how many
-    results were elided; a row that does not fit even so comes back most elided, for the caller
-    to leave out (cutting its end would cut its final answer)."""
-    fitted: list[dict[str, Any]] = []
-    counts: list[int] = []
-    for row in rows:
-        tools: list[dict[str, Any]] = json.loads(row["tools"])
-
-        def fits(messages: list[dict[str, Any]], tools: list[dict[str, Any]] = tools) -> bool:
-            return length(messages, tools) <= max_length
-
-        messages, count, _ = fit(row["messages"], fits)
-        fitted.append({**row, "messages": messages})
-        counts.append(count)
-    return fitted, counts
 
 
 def write_dataset(rows: Iterable[dict[str, Any]], path: Path) -> int:

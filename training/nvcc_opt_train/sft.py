@@ -7,6 +7,11 @@ turns, the tool results) into label -100. So the student learns to call tools as
 and never learns to write tool results. LoRA is optional and merged before saving, so the
 checkpoint in OUT loads as a plain model: `nvcc-opt optimize --model hf:OUT`.
 
+Each assistant turn trains on the prompt the backend would show it at that turn (`turns`: one
+example per run of turns whose prompts agree, each prompt with its oldest tool results elided
+exactly as `nvcc_opt.agent.context` elides the hf backend's prompts); examples are trl
+prompt-completion rows, so the loss covers the assistant turns of the completion only.
+
 Conversations train only when they can be traced back to a train split (`provenance`), unless
 the caller says `unchecked_source`. Activation (gradient) checkpointing, which trl turns on by
 default, is off unless asked for: it trades ~20% more compute for memory, slow on a CPU.
@@ -27,9 +32,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from nvcc_opt_train.conversations import fit_rows, read_dataset
+from nvcc_opt_train.conversations import read_dataset
 from nvcc_opt_train.provenance import check_source
 from nvcc_opt_train.student import StudentError, check_student, refuse_nonempty
+from nvcc_opt_train.turns import Budget, Turns, all_examples, hf_reply_tokens, model_context
 
 TRAIN_LOG = "train_log.json"
 
@@ -41,11 +47,17 @@ class SFTSettings:
     epochs: float = 3.0  # passes over the dataset (unless max_steps stops earlier)
     max_steps: int = -1  # optimizer steps; -1: as many as the epochs take
     lr: float = 2e-5  # peak learning rate (LoRA usually wants ~1e-4 or more)
-    batch: int = 1  # conversations per device per forward pass
+    batch: int = 1  # examples per device per forward pass
     grad_accum: int = 1  # forward passes per optimizer step
-    # tokens per conversation: older tool results are elided to fit; what still does not fit is
-    # left out, never cut
-    max_length: int | None = 8192
+    # the context the student will run in (hf:S?context=N) and the tokens its backend keeps for
+    # a reply (hf's max_new_tokens): each assistant turn's prompt has its oldest tool results
+    # elided to fit as the backend would elide it at that turn (`turns`). None: the student's own
+    # context (its max_position_embeddings), the hf backend's default max_new_tokens
+    context: int | None = None
+    reply_tokens: int | None = None
+    # tokens per example (a turn's prompt and reply): a longer one is left out, never cut (its
+    # end is a reply); None: the context
+    max_length: int | None = None
     lora: bool = False  # train LoRA adapters (peft) and merge them into the saved weights
     seed: int = 0
     activation_checkpointing: bool = False  # recompute activations: less memory, slower steps
@@ -53,7 +65,8 @@ class SFTSettings:
 
 
 class TooLong(ValueError):
-    """Every conversation is longer than the longest the student may train on."""
+    """No example is left: every one is longer than the longest the student may train on, or
+    its prompt cannot fit the context."""
 
 
 @dataclass(frozen=True)
@@ -86,20 +99,16 @@ def train_sft(
         )
     if settings.lora:
         _require("peft", "--lora needs peft: pip install peft")
-    elided: list[int] = []
-    if settings.max_length is not None:
-        rows, elided = fit_rows(rows, _length(tokenizer), settings.max_length)
-        if any(elided):
-            warn(
-                f"warning: {sum(1 for n in elided if n)} of {len(rows)} conversations had older "
-                f"tool results elided to fit --max-length {settings.max_length} tokens "
-                f"({sum(elided)} results in all), as the model backend does at inference"
-            )
+    budget = _budget(student, settings)
+    examples, turns = all_examples(rows, tokenizer, budget)
+    _say_turns(turns, budget, warn)
+    if not examples:
+        raise TooLong(f"{dataset}: no assistant turn left to train on: {_why_none(turns, budget)}")
     work = Path(tempfile.mkdtemp(dir=_existing_parent(out), prefix=f".{out.name}.sft-"))
     try:
         began = time.monotonic()
-        trainer = _trainer(rows, student, tokenizer, work / "trainer", settings)
-        left_out = _leave_out_long(trainer, settings.max_length, len(rows), dataset, warn)
+        trainer = _trainer(examples, student, tokenizer, work / "trainer", settings)
+        left_out = _leave_out_long(trainer, budget.max_length, len(examples), dataset, warn)
         trainer.train()
         seconds = time.monotonic() - began
         losses = _save(trainer, tokenizer, student, work / "model", settings)
@@ -108,8 +117,17 @@ def train_sft(
             "student": str(student),
             "source": str(source) if source else "unchecked (--unchecked-source)",
             "conversations": len(rows),
-            "elided_tool_results": elided,  # per conversation, to fit max_length
-            "left_out_longer_than_max_length": left_out,  # their lengths in tokens
+            "examples": len(examples),
+            "context": budget.context,
+            "reply_tokens": budget.reply,
+            "max_length": budget.max_length,
+            # per conversation: per assistant turn trained on, the tool results its prompt elides
+            # (as the backend would at that turn); the last turns left out, their prompt unable
+            # to fit; the lengths of turns left out alone, longer than max_length
+            "elided_tool_results": [t.elided for t in turns],
+            "turns_left_out_unfit": [t.unfit for t in turns],
+            "turns_left_out_long": [t.long for t in turns],
+            "left_out_longer_than_max_length": left_out,  # examples, their lengths in tokens
             "settings": asdict(settings),
             "seconds": seconds,
             "steps": [e for e in trainer.state.log_history if "loss" in e],
@@ -126,8 +144,13 @@ def train_sft(
 
 
 def _trainer(
-    rows: list[dict[str, Any]], student: Path, tokenizer: Any, work: Path, settings: SFTSettings
+    examples: list[dict[str, Any]],
+    student: Path,
+    tokenizer: Any,
+    work: Path,
+    settings: SFTSettings,
 ) -> Any:
+    """trl's SFTTrainer on prompt-completion `examples` (`turns`), assistant turns only."""
     import datasets  # type: ignore[import-not-found, import-untyped, unused-ignore]
     import torch  # type: ignore[import-not-found, unused-ignore]
     import transformers  # type: ignore[import-not-found, unused-ignore]
@@ -148,7 +171,7 @@ def _trainer(
         learning_rate=settings.lr,
         per_device_train_batch_size=settings.batch,
         gradient_accumulation_steps=settings.grad_accum,
-        max_length=None,  # never cut: a longer conversation is left out (_leave_out_long)
+        max_length=None,  # never cut: a longer example is left out (turns, _leave_out_long)
         seed=settings.seed,
         assistant_only_loss=True,
         logging_steps=1,
@@ -163,30 +186,73 @@ def _trainer(
     return SFTTrainer(
         model=model,
         args=config,
-        train_dataset=datasets.Dataset.from_list(rows).remove_columns(["meta"]),
+        train_dataset=datasets.Dataset.from_list(examples).remove_columns(["meta"]),
         processing_class=tokenizer,
         peft_config=_lora_config() if settings.lora else None,
     )
 
 
-def _length(tokenizer: Any) -> Callable[[list[dict[str, Any]], list[dict[str, Any]]], int]:
-    """Tokens in a conversation as the student's chat template renders it."""
+def _budget(student: Path, settings: SFTSettings) -> Budget:
+    """The prompt budget of the backend the student will run under, and the example limit."""
+    context = settings.context if settings.context is not None else model_context(student)
+    reply = settings.reply_tokens if settings.reply_tokens is not None else hf_reply_tokens()
+    max_length = settings.max_length if settings.max_length is not None else context
+    return Budget(context, reply, max_length)
 
-    def length(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
-        text = tokenizer.apply_chat_template(messages, tools=tools or None, tokenize=False)
-        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    return length
+def _say_turns(turns: list[Turns], budget: Budget, warn: Callable[[str], None]) -> None:
+    """Warn about turns whose prompts elide results, and turns left out."""
+    room = f"the context of {budget.context} tokens less {budget.reply} for the reply"
+    elided = [t for t in turns if any(t.elided)]
+    if elided:
+        warn(
+            f"warning: {len(elided)} of {len(turns)} conversations outgrow {room}: each assistant"
+            " turn's prompt has its oldest tool results elided as the model backend would elide "
+            f"it at that turn ({sum(len(t.examples) for t in turns)} examples for "
+            f"{sum(len(t.elided) for t in turns)} turns)"
+        )
+    unfit = sum(t.unfit for t in turns)
+    if unfit:
+        warn(
+            f"warning: {unfit} assistant turns of {sum(1 for t in turns if t.unfit)} "
+            f"conversations left out: their prompt does not fit {room} even with every older "
+            "tool result elided, where the backend would stop the run"
+        )
+    long = sorted(n for t in turns for n in t.long)
+    if long:
+        warn(
+            f"warning: {len(long)} assistant turns left out: with their prompt they are longer "
+            f"than --max-length {budget.max_length} tokens ({', '.join(map(str, long))}), and "
+            "cutting one would cut its reply"
+        )
+
+
+def _why_none(turns: list[Turns], budget: Budget) -> str:
+    long = sorted(n for t in turns for n in t.long)
+    parts = []
+    if long:
+        parts.append(
+            f"{len(long)} are longer than --max-length {budget.max_length} tokens with their "
+            f"prompt ({', '.join(map(str, long))}); cutting one would cut its reply"
+        )
+    unfit = sum(t.unfit for t in turns)
+    if unfit:
+        parts.append(
+            f"{unfit} have a prompt that does not fit the context of {budget.context} tokens "
+            f"less {budget.reply} for the reply, even with every older tool result elided"
+        )
+    return "; ".join(parts) + ". Give a larger --max-length (up to the context) or --context"
 
 
 def _leave_out_long(
     trainer: Any, max_length: int | None, rows: int, dataset: Path, warn: Callable[[str], None]
 ) -> list[int]:
-    """Leave out of `trainer`'s data the conversations longer than `max_length` tokens as trl
-    tokenized them (those that eliding older tool results could not fit), and return their
-    lengths. trl would cut them at the end, and the end of a teacher's conversation is its final
-    answer: the turn the student most needs (a 9,602-token trace of the search policy on an H100
-    lost all of its final answer at 8,192). TooLong when none is left."""
+    """Leave out of `trainer`'s data the examples longer than `max_length` tokens as trl
+    tokenized them, and return their lengths: `turns` leaves out the turns longer than that by
+    the student's own count, so this only catches where trl's tokens differ. trl would cut them
+    at the end, and the end of an example is a reply, the last one perhaps the final answer: the
+    turn the student most needs (a 9,602-token trace of the search policy on an H100 lost all of
+    its final answer at 8,192). TooLong when none is left."""
     if max_length is None:
         return []
     data = trainer.train_dataset
@@ -196,15 +262,15 @@ def _leave_out_long(
         return []
     if len(long) == len(lengths):
         raise TooLong(
-            f"{dataset}: every conversation is longer than --max-length {max_length} tokens "
-            f"({', '.join(map(str, sorted(long)))}); cutting one would cut its final answer. "
+            f"{dataset}: every example is longer than --max-length {max_length} tokens "
+            f"({', '.join(map(str, sorted(long)))}); cutting one would cut its reply. "
             "Give a larger --max-length (up to the student's context) or shorter traces"
         )
     trainer.train_dataset = data.filter(lambda row: len(row["input_ids"]) <= max_length)
     warn(
-        f"warning: {len(long)} of {rows} conversations are longer than --max-length {max_length}"
+        f"warning: {len(long)} of {rows} examples are longer than --max-length {max_length}"
         f" tokens ({', '.join(map(str, sorted(long)))}): left out, since cutting one would cut"
-        " its final answer"
+        " its reply"
     )
     return sorted(long)
 

@@ -33,13 +33,29 @@ DEFAULTS = SFTSettings()
     "--grad-accum", type=click.IntRange(min=1), default=DEFAULTS.grad_accum, show_default=True
 )
 @click.option(
+    "--context",
+    type=click.IntRange(min=16),
+    default=None,
+    help="Tokens of context the student will run with (hf:OUT?context=N). Each assistant turn "
+    "trains on the prompt the hf backend would show it: its oldest tool results elided as the "
+    "backend elides them at that turn to keep the prompt and --reply-tokens within this; a turn "
+    "whose prompt cannot fit is left out with the turns after it. Default: the student's own "
+    "context (its max_position_embeddings), as the hf backend takes it.",
+)
+@click.option(
+    "--reply-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Tokens the backend keeps for a reply (hf:OUT?max_new_tokens=N). Default: the hf "
+    "backend's default max_new_tokens.",
+)
+@click.option(
     "--max-length",
     type=click.IntRange(min=16),
-    default=DEFAULTS.max_length,
-    show_default=True,
-    help="Tokens per conversation. A longer one has its oldest tool results elided until it fits "
-    "(as the model backend does at inference); one that still does not fit is left out, since "
-    "cutting it would cut its final answer.",
+    default=None,
+    help="Tokens per example (a turn's prompt and reply, or consecutive turns whose prompts "
+    "agree). A longer turn is left out, since cutting it would cut its reply. Default: the "
+    "context.",
 )
 @click.option("--lora", is_flag=True, help="Train LoRA adapters (peft), merged before saving.")
 @click.option("--seed", type=int, default=DEFAULTS.seed, show_default=True)
@@ -63,7 +79,9 @@ def sft(
     lr: float,
     batch: int,
     grad_accum: int,
-    max_length: int,
+    context: int | None,
+    reply_tokens: int | None,
+    max_length: int | None,
     lora: bool,
     seed: int,
     activation_checkpointing: bool,
@@ -79,6 +97,8 @@ def sft(
         lr=lr,
         batch=batch,
         grad_accum=grad_accum,
+        context=context,
+        reply_tokens=reply_tokens,
         max_length=max_length,
         lora=lora,
         seed=seed,
