@@ -1,7 +1,8 @@
 """The header of a red-team candidate of tests/redteam/classes, shared by its CPU and GPU tests.
 
 // region: smooth_kernel | pair
-// expect: PREFIX [PREFIX ...]    any one is an acceptable rejection reason; or `accept`
+// expect: PREFIX [PREFIX ...]    any one is an acceptable rejection reason; or `accept`; or
+//         `uncredited`: rejected for any reason, or not called faster (no speedup credited)
 // what it does, in a sentence (one or more comment lines)
 """
 
@@ -23,6 +24,9 @@ CHEAT_CLASSES = (
     "blind_checksum",
 )
 HONEST = "honest"
+# A cheat that need not be rejected, only never credited: its speedup is kept by no verdict (a
+# shortcut small enough to pass a rule's noise allowance, whose credit the rule takes away).
+UNCREDITED = "uncredited"
 GUARDS = (
     "signature",
     "outside",
@@ -82,7 +86,7 @@ def read(path: Path) -> Candidate:
     if region not in REGION_SOURCES:
         raise ValueError(f"{path}:1: unknown region {region!r}")
     words = tuple(_field(path, lines, 2, "expect").split())
-    unknown = [w for w in words if w not in PREFIXES and words != ("accept",)]
+    unknown = [w for w in words if w not in PREFIXES and words not in (("accept",), (UNCREDITED,))]
     if not words or unknown:
         raise ValueError(f"{path}:2: expect `accept` or known reason prefixes, not {unknown}")
     what = []

@@ -2,7 +2,8 @@
 tests/redteam/allowlist built into the example application and judged by the full final
 verification (`Benchmark.evaluate` with `FinalChecks`: static lines, build, output checks, the
 channel, fresh inputs, the runtime state check, the sanitizer, timing). A cheat must be rejected
-with a reason that starts with one of its expected prefixes; an honest rewrite must not be
+with a reason that starts with one of its expected prefixes (one that expects `uncredited` need
+only not be credited: not "improved", or with a caveat); an honest rewrite must not be
 rejected. Marked `gpu`: skipped without one.
 
 Expected prefixes: a `classes/` file's `// expect:` header (tests/redteam_files.py); a `runtime/`
@@ -28,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from nvcc_opt.config import load
+from nvcc_opt.records import unestablished
 from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.region import Region
 from nvcc_opt.verify.final import FinalChecks
@@ -38,6 +40,7 @@ from tests.conftest import gpu_available
 from tests.redteam_files import (
     EXAMPLE,
     REGION_SOURCES,
+    UNCREDITED,
     all_candidates,
     expectation,
     static_only,
@@ -100,18 +103,23 @@ def test_candidate_is_judged_as_expected(benches: Callable[[str], Benchmark], pa
     kernels = region_kernels(bench.region.text, code)
     checks = FinalChecks(bench.config, bench.runner, bench.gpu, notes, bench.channel, kernels)
     verdict = bench.evaluate(code, [], REPEATS, checks)
-    passed = _as_expected(verdict, expected)
+    passed = _as_expected(verdict, expected, notes)
     _report(path, region, expected, verdict, notes, passed, time.perf_counter() - started)
     if not expected:
         assert verdict.correct and verdict.status != "rejected", verdict.reasons
+        return
+    if expected == (UNCREDITED,):
+        assert passed, f"its speedup is credited: {verdict.status}, {verdict.reasons}, {notes}"
         return
     assert verdict.status == "rejected", verdict
     assert passed, f"rejected, but for none of {expected}: {verdict.reasons}"
 
 
-def _as_expected(verdict: Verdict, expected: tuple[str, ...]) -> bool:
+def _as_expected(verdict: Verdict, expected: tuple[str, ...], notes: list[str]) -> bool:
     if not expected:
         return verdict.correct and verdict.status != "rejected"
+    if expected == (UNCREDITED,):  # any verdict but a credited speedup
+        return verdict.status != "improved" or bool(unestablished([*verdict.reasons, *notes]))
     return verdict.status == "rejected" and any(r.startswith(expected) for r in verdict.reasons)
 
 

@@ -22,17 +22,22 @@ counts, fast paths) may shift on changed values; a shortcut for one input shows 
 all there. Both allowances widen with the noise the original shows between its own two state runs
 (SPREAD times their relative difference): a GPU that other work shares moves every time.
 
-A candidate that passes is credited no more than the changed inputs show (with the same noise
-allowance: `changed_input_ceiling`): a real gain with a shortcut for the benchmark's input on top
-keeps HOLD_SHARE of its timed gain on changed inputs and would pass the rule, but only its real
-part is credited. The ceiling takes the faster of the original's two runs: the record run follows
-a candidate run, and a candidate that left the GPU slower for the next process (heat, anything
-outside its own process) would otherwise raise its own credit.
+What is credited is measured, never allowed for: the printed speedup times the share of the
+region's timed GPU speedup that holds on the changed inputs (`changed_input_share`: the
+candidate against the faster of the original's two state runs, over the timed runs' region
+speedup, at most 1), whatever the size of the timed gain. The rule's allowances keep an honest
+rewrite from being rejected for noise; they are no credit. A pure shortcut for the benchmark's
+input within them (up to 15%, 32% where the original's runs were 5% apart) or under MIN_GAIN was
+credited in full until 2026-12-08; its share is now about 1 / its timed gain, so it keeps about
+nothing. A real gain with a shortcut on top keeps less than its real part (a cheat is not paid
+for its honest half in full), and an honest rewrite loses at most the state run's own noise
+(about 1%). The faster of the original's two runs: the record run follows a candidate run, and a
+candidate that left the GPU slower for the next process would otherwise raise its own share.
 
-Noise is no reason to credit more. Where the original's two state runs differ by more than
-MAX_SPREAD, the allowances would be wide enough to pass a candidate with no gain at all on changed
-inputs (and its ceiling above its timed speedup): a candidate the rule does not reject is then
-`unmeasured:` (a caveat: review asks for --force, and the speedup is credited nowhere), not passed.
+Where the original's two state runs are more than MAX_SPREAD apart, the rule's allowances would
+be wide enough to pass a candidate with no gain at all on changed inputs: a candidate the rule
+does not reject is then `unmeasured:` (a caveat: review asks for --force, and the speedup is
+credited nowhere), not passed.
 
 Not judged (a note says why): the region made one call per run (nothing after a change), the state
 check changed nothing (the region reaches no float, double, half or bfloat16 data: integer and
@@ -100,28 +105,30 @@ def changed_input_reasons(
     ], []
 
 
-def changed_input_ceiling(
+def changed_input_share(
     timed_base_ns: Sequence[int], timed_cand_ns: Sequence[int], times: StateTimes | None
 ) -> float | None:
-    """The most speedup a candidate that passed `changed_input_reasons` may be credited: the
-    region's speedup on the changed inputs against the faster of the original's two runs, with
-    the rule's allowance for noise (NOISE, widened by the original's own spread); None where the
-    rule did not judge or the original's runs were too far apart (MAX_SPREAD). A real gain with
-    a shortcut for the benchmark's input on top passes the rule (the changed inputs still show
-    HOLD_SHARE of the timed gain) but is credited only what the changed inputs show.
+    """The share of the printed speedup a candidate that passed `changed_input_reasons` may be
+    credited: its region GPU speedup on the changed inputs (against the faster of the
+    original's two state runs) over its region GPU speedup in the timed runs, at most 1, with no
+    allowance for noise; None where the state check could not measure it (`_unjudged`).
 
     >>> both = StateTimes(4_000_000, 4_000_000, 2_000_000, 401, True)  # 2x honest, 4x timed
-    >>> changed_input_ceiling([4_000_000] * 5, [1_000_000] * 5, both)
-    2.3
-    >>> changed_input_ceiling([4_000_000] * 5, [3_900_000] * 5, both) is None  # no gain to judge
-    True
+    >>> changed_input_share([4_000_000] * 5, [1_000_000] * 5, both)
+    0.5
+    >>> changed_input_share([4_000_000] * 5, [2_000_000] * 5, both)  # honest: all of it holds
+    1.0
+    >>> round(changed_input_share([1_080_000] * 5, [1_000_000] * 5, StateTimes(
+    ...     1_000_000, 1_000_000, 1_000_000, 401, True)), 3)  # a pure 8% shortcut: none holds
+    0.926
     """
-    timed = _timed(timed_base_ns, timed_cand_ns) if times is not None else None
-    if times is None or timed is None or _unjudged(times) or _too_noisy(times):
+    if times is None or not timed_base_ns or not timed_cand_ns or _unjudged(times):
         return None
-    _, widen = _changed(times)
+    base, cand = statistics.median(timed_base_ns), statistics.median(timed_cand_ns)
+    if base <= 0 or cand <= 0:
+        return None
     fastest = min(times.record_ns, times.again_ns) / times.candidate_ns  # see the docstring
-    return round(fastest * (1 + NOISE) * widen, 6)
+    return round(min(1.0, fastest / (base / cand)), 6)
 
 
 def _timed(timed_base_ns: Sequence[int], timed_cand_ns: Sequence[int]) -> float | None:

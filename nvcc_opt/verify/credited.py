@@ -3,8 +3,9 @@
 The printed times are the program's word. Two of nvcc-opt's own measurements bound what is
 kept: the region's GPU time and the runs' wall time in the timed runs (`OWN`,
 verify/corroborate.py), and the region's speedup on the inputs the state check changed
-(`CHANGED`, verify/changed_inputs.py), so a gain that lives only on the benchmark's own input is
-not credited. Pure.
+(`CHANGED`, verify/changed_inputs.py: the printed speedup times the share of the region's timed
+GPU gain that holds there), so a gain that lives only on the benchmark's own input is not
+credited. Pure.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ OWN = (
     "nvcc-opt's own measurement",
 )
 CHANGED = (
-    "the region's GPU speedup on the inputs nvcc-opt changed (the state check's runs, with "
-    "their noise allowance)",
-    "the changed inputs' speedup",
+    "the share of the region's timed GPU gain that holds on the inputs nvcc-opt changed (the "
+    "state check's runs) allows",
+    "the share that holds on changed inputs",
 )
 
 

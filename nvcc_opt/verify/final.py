@@ -37,8 +37,8 @@ from nvcc_opt.tools.bench import Benchmark
 from nvcc_opt.tools.region import Region
 from nvcc_opt.verify.changed_inputs import (
     StateTimes,
-    changed_input_ceiling,
     changed_input_reasons,
+    changed_input_share,
 )
 from nvcc_opt.verify.corroborate import Observed
 from nvcc_opt.verify.kernels import RegionKernels, region_kernels
@@ -134,8 +134,9 @@ class FinalChecks:
         self, baseline: Sequence[Observed], candidate: Sequence[Observed]
     ) -> tuple[list[str], float | None]:
         """Rejection reasons from the timed runs' own measurements (their notes go to notes),
-        for a candidate the timed runs call faster, and the most speedup it may be credited:
-        what the changed inputs show (None: not judged)."""
+        for a candidate the timed runs call faster, and the share of its printed speedup it may
+        be credited: what of its region's timed GPU gain holds on the changed inputs (None: not
+        measured)."""
         reports = [o.channel for o in (*baseline, *candidate)]
         if self.kernels is None or any(r is None or not r.complete for r in reports):
             return [], None
@@ -144,7 +145,7 @@ class FinalChecks:
         times = self.times[-1] if self.times else None
         reasons, said = changed_input_reasons(base, cand, times)
         self.notes += [n for n in said if n not in self.notes]
-        return reasons, None if reasons else changed_input_ceiling(base, cand, times)
+        return reasons, None if reasons else changed_input_share(base, cand, times)
 
 
 def _fresh_inputs(

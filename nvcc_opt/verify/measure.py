@@ -239,7 +239,8 @@ def _scoped(pattern: str) -> str:
     return f"(?{flags.group(1)}:{pattern[flags.end() :]})"
 
 
-# rejection reasons, and the most speedup the candidate may be credited (None: no bound)
+# rejection reasons, and the share of its printed speedup the candidate may be credited (None:
+# not measured; verify/changed_inputs.py)
 AfterTiming = Callable[[Sequence[Observed], Sequence[Observed]], tuple[list[str], float | None]]
 
 
@@ -320,17 +321,18 @@ def measure(
         seen["A"], seen["B"], kernels, comparison, printed_is_wall=config.time.source == "wall"
     )
     faster = comparison is not None and comparison.verdict == "faster"
-    ceiling = None
+    share = None
     if not reasons and after_timing is not None and faster:  # only a speedup can be fake
-        reasons, ceiling = after_timing(seen["A"], seen["B"])
+        reasons, share = after_timing(seen["A"], seen["B"])
     if reasons:
         return Measurement(baseline_output, CheckResult(False, tuple(reasons)), None, 0, note)
     if comparison is not None and not unmeasured and config.time.source != "wall":
         owned = owned_speedup(seen["A"], seen["B"], kernels)
         comparison, said = capped(comparison, owned, min_speedup)
         notes = (*notes, *said)
-    if comparison is not None:
-        comparison, said = capped(comparison, ceiling, min_speedup, by=CHANGED)
+    if comparison is not None and share is not None:
+        most = comparison.speedup * share
+        comparison, said = capped(comparison, most, min_speedup, by=CHANGED)
         notes = (*notes, *said)
     return Measurement(
         baseline_output, verdict, comparison, len(times["B"]), note, (*notes, *unmeasured)
