@@ -10,9 +10,17 @@ opt-r1 recipe, section VI-A), rewarded by nvcc-opt's independent final verificat
   return a placeholder; `ToolPoolGRPOTrainer._get_tool_suffix_ids` (the one override in the loop)
   waits for the placeholders of the rollout it is given and fills them in place. By the time
   it is first called, the calls of every pending rollout of the turn are already running.
+- The context, as inference keeps it: each turn writes at most the hf backend's reply tokens
+  (`max_new_tokens`), and a rollout goes on while its next prompt (the conversation so far,
+  counted as the hf backend counts a prompt) fits the context less those tokens: exactly the
+  prompts inference sends whole. Where inference would elide the oldest tool results
+  (`nvcc_opt.agent.context`), the rollout ends instead: trl scores a rollout as one token
+  sequence, so later turns cannot see a shortened copy of what earlier turns saw. It ends as trl
+  ends a rollout past its own limits (that round's tool results dropped, the completion as it
+  is: no final answer, r_perf = -2), and the step log counts it (`context_full`) with a note.
 - Logged per step in OUT/grpo_steps.jsonl (and to trl's logs): mean reward, r_perf, r_tools, the
   share of rollouts with a valid final answer, tool calls per rollout by tool, tool vs
-  generation seconds.
+  generation seconds, rollouts ended where inference would elide.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ class StepStats:
     valid: list[bool] = field(default_factory=list)
     calls: Counter[str] = field(default_factory=Counter)
     rollouts: int = 0
+    context_full: int = 0  # rollouts ended where inference would elide old tool results
     tool_s: float = 0.0  # seconds spent inside tools, all calls summed
     tool_wait_s: float = 0.0  # seconds the trainer waited for tool results
     generation_s: float = 0.0
@@ -63,6 +72,7 @@ class StepStats:
             "r_tools_mean": sum(self.r_tools) / n,
             "valid_answer_share": sum(self.valid) / n,
             "tool_calls_per_rollout": {k: v / n for k, v in sorted(self.calls.items())},
+            "context_full": self.context_full,
             "tool_s": self.tool_s,
             "tool_wait_s": self.tool_wait_s,
             "generation_s": self.generation_s,
@@ -126,6 +136,7 @@ def reward_functions(stats: StepStats, executor: Executor) -> list[Callable[...,
                 "valid_answer": stats.valid[first + i] if first + i < len(stats.valid) else None,
                 "offered": len(env.offered),
                 "calls": dict(counts),
+                "context_full": env.state.context_full,
             })  # fmt: skip
         stats.r_tools += values
         return values
@@ -143,15 +154,57 @@ def trainer_class() -> type[Any]:
         stats: StepStats
         steps_log: Path
         scripted: Callable[..., Any] | None = None
+        # the longest prompt inference sends whole (context less the reply tokens), and how it
+        # counts a prompt (messages, tools); None: no limit but trl's own
+        prompt_room: int | None = None
+        prompt_tokens: Callable[[list[dict[str, Any]], list[Any]], int] | None = None
+        _conversations: list[list[dict[str, Any]]] | None = None
 
         def _get_tool_suffix_ids(self, tool_messages: list[dict[str, Any]]) -> Any:
             self.stats.tool_wait_s += self.rollouts.resolve(tool_messages)
-            return super()._get_tool_suffix_ids(tool_messages)  # type: ignore[no-untyped-call]
+            suffix = super()._get_tool_suffix_ids(tool_messages)  # type: ignore[no-untyped-call]
+            if self._past_context(tool_messages):
+                # trl ends a rollout whose next input passes max_completion_length: that round's
+                # tool results are dropped, its completion kept as it is. A suffix past that
+                # limit sends this rollout down the same path (the suffix is dropped with it).
+                past = int(self.max_completion_length or 0) + 1
+                return [*suffix, *[suffix[-1] if suffix else 0] * past]
+            return suffix
+
+        def _past_context(self, tool_messages: list[dict[str, Any]]) -> bool:
+            """Whether the rollout these tool results belong to has outgrown the prompts
+            inference sends whole; if so, its environment says so (for the step log)."""
+            talks, count, room = self._conversations, self.prompt_tokens, self.prompt_room
+            if talks is None or count is None or room is None or not tool_messages:
+                return False
+            index = next(
+                (i for i, talk in enumerate(talks) if any(m is tool_messages[-1] for m in talk)),
+                None,
+            )
+            if index is None:
+                return False
+            names: Any = self._batch_environments  # each rollout's environment (tool subset)
+            tokens = count(talks[index], self._env_tools[names[index]])
+            if tokens <= room:
+                return False
+            envs: Any = self.environments
+            env = envs[index]
+            env.state.context_full = True
+            env.state.note = (
+                f"context full: the next prompt is {tokens} tokens, more than the {room} inference "
+                "sends without eliding old tool results; the rollout ends there"
+            )
+            self.stats.context_full += 1
+            return True
 
         def _tool_call_loop(self, *args: Any, **kwargs: Any) -> Any:
+            # trl's first argument: each rollout's conversation so far, which it extends in place
+            # with the assistant's calls and their results
+            self._conversations = args[0] if args else kwargs.get("prompts")
             try:
                 return super()._tool_call_loop(*args, **kwargs)  # type: ignore[no-untyped-call]
             finally:
+                self._conversations = None
                 self.rollouts.drain()
 
         def _generate_single_turn(self, *args: Any, **kwargs: Any) -> Any:

@@ -61,7 +61,23 @@ def _opt(name: str, kind: Any, text: str) -> Callable[[F], F]:
 @_opt("--batch", click.IntRange(min=1), "Completions per device per step (a multiple of K).")
 @_opt("--grad-accum", click.IntRange(min=1), "Forward passes per optimizer step.")
 @_opt(
-    "--max-completion-length", click.IntRange(min=16), "Tokens per rollout, tool results included."
+    "--max-completion-length",
+    click.IntRange(min=16),
+    "Tokens per rollout after its prompt, tool results included (trl's limit); default: the "
+    "context, so that --context decides.",
+)
+@_opt(
+    "--context",
+    click.IntRange(min=16),
+    "Tokens of context the model runs in at inference (hf:PATH?context=N): a rollout ends where "
+    "its next prompt and --reply-tokens would not fit, where inference would elide old tool "
+    "results; default: the model's max_position_embeddings.",
+)
+@_opt(
+    "--reply-tokens",
+    click.IntRange(min=1),
+    "Tokens per turn, as the backend caps a reply (hf:PATH?max_new_tokens=N); default: the hf "
+    "backend's.",
 )
 @_opt("--max-tool-turns", click.IntRange(min=1), "Tool-calling rounds per rollout.")
 @_opt("--temperature", float, "Sampling temperature.")

@@ -114,6 +114,7 @@ class RolloutState:
     offered: tuple[str, ...] = ()
     calls: list[tuple[str, float]] = field(default_factory=list)
     note: str = ""  # why the verification could not judge (for the step log)
+    context_full: bool = False  # ended where inference would elide old tool results
 
 
 @dataclass

@@ -31,6 +31,7 @@ from nvcc_opt_train.grpo_data import (
 from nvcc_opt_train.grpo_env import Prepared, Rollouts, environment_class, prepare
 from nvcc_opt_train.problemset import ProblemSet
 from nvcc_opt_train.toolpool import open_executor
+from nvcc_opt_train.turns import counters, hf_reply_tokens, model_context
 
 SETTINGS = "grpo.json"
 VLLM_MODES = ("colocate", "server")
@@ -48,7 +49,16 @@ class GRPOSettings:
     lr: float = 1e-6
     batch: int = 12  # completions per device per step (a multiple of K over all devices)
     grad_accum: int = 1
-    max_completion_length: int = 4096  # tokens the model writes per rollout, tool results included
+    # tokens of a rollout after its prompt, tool results included (trl's limit, none at
+    # inference); None: the context, so that the context below decides where a rollout ends
+    max_completion_length: int | None = None
+    # the context the model runs in at inference (hf:PATH?context=N) and the tokens its backend
+    # keeps for a reply (max_new_tokens): each turn writes at most `reply_tokens`, and a rollout
+    # ends where its next prompt would not fit `context` less them, where inference would elide
+    # old tool results (grpo.py). None: the model's own context (max_position_embeddings), the
+    # hf backend's default max_new_tokens
+    context: int | None = None
+    reply_tokens: int | None = None
     max_tool_turns: int = 30  # tool-calling rounds per rollout (optimize's turn limit)
     temperature: float = 1.0
     samples: int = 4  # prompts per problem region, each with its own seeded 4-6 tool subset
@@ -162,6 +172,7 @@ def train_grpo(
     print_ = fingerprint(model) if model.is_dir() else {"model": str(model), "sha256": ""}
     checkpoint = _checkpoint_to_resume(out, model, print_, resume)
     tokenizer = _tokenizer(model)
+    inference_context(model, settings)  # a reply that leaves no room: one line, before any work
     out.mkdir(parents=True, exist_ok=True)
     if _rank() == "0":
         write_fingerprint(out, print_)
@@ -250,6 +261,7 @@ def _trainer(
             if folder.is_dir():
                 write_fingerprint(folder, print_)
 
+    context, reply = inference_context(model, settings)
     config = GRPOConfig(
         output_dir=str(out),
         num_generations=settings.generations,
@@ -260,7 +272,9 @@ def _trainer(
         learning_rate=settings.lr,
         per_device_train_batch_size=settings.batch,
         gradient_accumulation_steps=settings.grad_accum,
-        max_completion_length=settings.max_completion_length,
+        max_completion_length=settings.max_completion_length or context,
+        # each turn's reply capped as the backend caps it (vLLM's name for it: max_tokens)
+        generation_kwargs={_reply_key(settings): reply},
         max_tool_calling_iterations=settings.max_tool_turns,
         temperature=settings.temperature,
         save_strategy="steps",
@@ -283,4 +297,20 @@ def _trainer(
         callbacks=[Fingerprint()],
     )
     trainer.rollouts, trainer.stats, trainer.steps_log = shared, stats, out / STEPS_LOG
+    trainer.prompt_room, trainer.prompt_tokens = context - reply, counters(tokenizer)[0]
     return trainer
+
+
+def inference_context(model: Path, settings: GRPOSettings) -> tuple[int, int]:
+    """The context the model runs in at inference and the tokens kept for its reply: the
+    settings', else the hf backend's own (the model's max_position_embeddings, its default
+    max_new_tokens). GRPOError when the reply leaves no room for a prompt."""
+    context = settings.context if settings.context is not None else model_context(model)
+    reply = settings.reply_tokens if settings.reply_tokens is not None else hf_reply_tokens()
+    if reply >= context:
+        raise GRPOError(f"reply_tokens = {reply} leaves no room for a prompt in context {context}")
+    return context, reply
+
+
+def _reply_key(settings: GRPOSettings) -> str:
+    return "max_tokens" if settings.vllm is not None else "max_new_tokens"
