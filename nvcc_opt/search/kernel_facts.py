@@ -209,7 +209,7 @@ def builtin_aliases(source: Source, kernel: Kernel, builtin: str) -> set[str]:
     """`builtin` (`threadIdx.x`, `blockDim.x`) and the names a kernel gives it as
     `thread_aliases` finds them (`const int local_size = blockDim.x;`)."""
     declared: dict[str, int] = {}
-    aliases: set[str] = set()
+    values: dict[str, str] = {}  # name -> its declared value, squeezed, casts dropped
     for node in walk(kernel.body):
         parent = node.parent
         if (
@@ -222,11 +222,18 @@ def builtin_aliases(source: Source, kernel: Kernel, builtin: str) -> set[str]:
             name, value = node.child_by_field_name("declarator"), node.child_by_field_name("value")
             if name is None or name.type != "identifier" or value is None:
                 continue
-            if CASTS.sub("", squeeze(source.text(value))) == builtin:
-                aliases.add(source.text(name))
+            values[source.text(name)] = CASTS.sub("", squeeze(source.text(value)))
     changed = changed_names(source, kernel.body)
-    kept = {a for a in aliases if declared[a] == 1 and a not in changed and a not in kernel.params}
-    return {builtin} | kept
+    kept = {builtin}
+    while True:  # `int lid = threadIdx.x; int tid = lid;`: an alias of an alias too
+        more = {
+            a
+            for a, value in values.items()
+            if value in kept and declared[a] == 1 and a not in changed and a not in kernel.params
+        }
+        if more <= kept:
+            return kept
+        kept |= more
 
 
 def changed_names(source: Source, node: tree_sitter.Node) -> set[str]:

@@ -37,6 +37,7 @@ import tree_sitter
 from nvcc_opt.search.cuda import (
     Kernel,
     Source,
+    declared_name,
     fresh_name,
     identifiers,
     indentation,
@@ -50,6 +51,7 @@ from nvcc_opt.search.kernel_facts import (
     thread_aliases,
 )
 from nvcc_opt.search.shuffle_shapes import (
+    COUNTERS,
     each_loop,
     int_counter,
     kernel_constant,
@@ -57,6 +59,7 @@ from nvcc_opt.search.shuffle_shapes import (
     shared_type,
     squeezed,
 )
+from nvcc_opt.search.uniform_loops import enclosing_loops
 
 VALUE = "nvcc_opt_sum"
 LANE_STEP = "nvcc_opt_step"
@@ -71,9 +74,9 @@ def _warps_power_of_two(size: int) -> bool:
 
 
 def _tail_at(
-    source: Source, kernel: Kernel, loop: tree_sitter.Node, size: int, names: dict[str, str]
+    source: Source, kernel: Kernel, loop: tree_sitter.Node, size: int, known: Facts
 ) -> bytes | None:
-    found = _tree_loop(source, kernel, loop, size, names)
+    found = _tree_loop(source, kernel, loop, size, known)
     if found is None:
         return None
     used = identifiers(source, kernel.node)
@@ -81,20 +84,20 @@ def _tail_at(
 
 
 def _tree_loop(
-    source: Source, kernel: Kernel, loop: tree_sitter.Node, size: int, names: dict[str, str]
+    source: Source, kernel: Kernel, loop: tree_sitter.Node, size: int, known: Facts
 ) -> tuple[str, str, str] | None:
     """(stride variable, shared array, its element type) when `loop` is the tree reduction,
     outside any other loop of the kernel."""
-    if not outside_fits(source, kernel, loop):
+    if not outside_fits(source, kernel, loop, nested=True):
         return None
-    counter = int_counter(source, loop)
+    counter = int_counter(source, loop) or _declared_before(source, kernel, loop)
     if counter is None:
         return None
     stride, value = counter
     extents = builtin_aliases(source, kernel, "blockDim.x")  # `local_size = blockDim.x`
     halves = {f"{e}/2" for e in extents} | {f"{e}>>1" for e in extents}
     if squeezed(source, value) not in halves and (
-        kernel_constant(source, kernel, value, names) != size // 2
+        kernel_constant(source, kernel, value, known.names) != size // 2
     ):
         return None
     ends = (f"{stride}>0", f"{stride}>=1", f"{stride}!=0", f"0<{stride}", f"{stride}")
@@ -128,10 +131,79 @@ def _tree_loop(
     sums = {f"{mine}+={o};" for o in other} | {f"{mine}={mine}+{o};" for o in other}
     if add.removesuffix("}") not in sums:
         return None
-    element = shared_type(source, kernel, array)
+    element = shared_type(source, kernel, array, types=known.types)
     if element is None or not _reads_only_first(source, kernel, loop, array):
         return None
+    around = enclosing_loops(loop, kernel)
+    if around and not _written_first(source, around[0], loop, array, threads):
+        return None
     return stride, array, element
+
+
+def _declared_before(
+    source: Source, kernel: Kernel, loop: tree_sitter.Node
+) -> tuple[str, tree_sitter.Node] | None:
+    """(name, initial value) of `for (s = value; ...)` whose counter is an integer local of the
+    kernel, declared once, outside any loop, and not named after the loop (which leaves it at
+    16, not 0, once rewritten)."""
+    init = loop.child_by_field_name("initializer")
+    if init is None or init.type != "assignment_expression" or enclosing_loops(loop, kernel):
+        return None
+    name, value = init.child_by_field_name("left"), init.child_by_field_name("right")
+    operator = init.child_by_field_name("operator")
+    if name is None or value is None or operator is None or source.text(operator) != "=":
+        return None
+    counter = source.text(name)
+    if name.type != "identifier" or counter in kernel.params:
+        return None
+    types = [
+        squeezed(source, n.child_by_field_name("type"))
+        for n in walk(kernel.body)
+        if n.type == "declaration"
+        and any((d := declared_name(c)) is not None and source.text(d) == counter
+                for c in n.named_children)
+    ]  # fmt: skip
+    if len(types) != 1 or types[0] not in COUNTERS:
+        return None
+    later = (n for n in walk(kernel.body) if n.start_byte >= loop.end_byte)
+    if any(n.type == "identifier" and source.text(n) == counter for n in later):
+        return None
+    return counter, value
+
+
+def _written_first(
+    source: Source,
+    around: tree_sitter.Node,
+    loop: tree_sitter.Node,
+    array: str,
+    threads: set[str],
+) -> bool:
+    """Inside a loop every thread runs alike: whether each iteration gives every thread's element
+    of `array` a new value before anything reads it (`array[tid] = value;`, unguarded, the first
+    statement of the loop's body to name `array`), so that elements 1-31, which the rewrite
+    leaves different, are never read in the next iteration."""
+    body = around.child_by_field_name("body")
+    steps = [] if body is None else statements(body)
+    if loop not in steps:
+        return False
+    for step in steps[: steps.index(loop)]:
+        if array not in identifiers(source, step):
+            continue
+        if step.type != "expression_statement" or not step.named_children:
+            return False
+        assignment = step.named_children[0]
+        if assignment.type != "assignment_expression":
+            return False
+        left, right = (
+            assignment.child_by_field_name("left"),
+            assignment.child_by_field_name("right"),
+        )
+        operator = assignment.child_by_field_name("operator")
+        if left is None or right is None or operator is None or source.text(operator) != "=":
+            return False
+        written = {f"{array}[{t}]" for t in threads}
+        return squeezed(source, left) in written and array not in identifiers(source, right)
+    return False
 
 
 def _reads_only_first(source: Source, kernel: Kernel, loop: tree_sitter.Node, array: str) -> bool:

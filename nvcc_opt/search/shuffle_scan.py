@@ -55,14 +55,14 @@ def _whole_warps(size: int) -> bool:
 
 
 def _scan_at(
-    source: Source, kernel: Kernel, loop: tree_sitter.Node, size: int, names: dict[str, str]
+    source: Source, kernel: Kernel, loop: tree_sitter.Node, size: int, known: Facts
 ) -> bytes | None:
-    found = _scan_loop(source, kernel, loop, size, names)
+    found = _scan_loop(source, kernel, loop, size, known)
     return None if found is None else _scan(source, loop, found, identifiers(source, kernel.node))
 
 
 def _scan_loop(
-    source: Source, kernel: Kernel, loop: tree_sitter.Node, size: int, names: dict[str, str]
+    source: Source, kernel: Kernel, loop: tree_sitter.Node, size: int, known: Facts
 ) -> tuple[str, str] | None:
     """(shared array, its integer element type) when `loop` is the Hillis-Steele scan."""
     if not outside_fits(source, kernel, loop):
@@ -79,7 +79,7 @@ def _scan_loop(
         return None
     if (
         squeezed(source, bound) != "blockDim.x"
-        and kernel_constant(source, kernel, bound, names) != size
+        and kernel_constant(source, kernel, bound, known.names) != size
     ):
         return None
     if squeezed(source, loop.child_by_field_name("update")) not in (
@@ -112,7 +112,7 @@ def _scan_loop(
         f"{array}[{thread}]={array}[{thread}]+{add};",
     ):
         return None
-    element = shared_type(source, kernel, array, INTEGERS)
+    element = shared_type(source, kernel, array, INTEGERS, known.types)
     if element is None or squeezed(source, steps[0].child_by_field_name("type")) != (
         element.replace(" ", "")
     ):

@@ -5,7 +5,8 @@ the loop counter, and whether every thread of the block reaches the loop.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 import tree_sitter
 
@@ -23,11 +24,13 @@ from nvcc_opt.search.cuda import (
 )
 from nvcc_opt.search.kernel_facts import Facts
 from nvcc_opt.search.launches import constant, definitions
+from nvcc_opt.search.uniform_loops import enclosing_loops, is_uniform_loop
 
 INTEGERS = {"int", "unsigned", "unsigned int", "long long", "unsigned long long"}
 COUNTERS = ("int", "unsigned", "unsignedint")  # as squeezed
 SHUFFLED = {"float", "double", *INTEGERS}
-LoopRewrite = Callable[[Source, Kernel, tree_sitter.Node, int, dict[str, str]], "bytes | None"]
+# (source, kernel, loop, block size, the facts with the code's own constants) -> the new loop
+LoopRewrite = Callable[[Source, Kernel, tree_sitter.Node, int, Facts], "bytes | None"]
 
 
 def each_loop(
@@ -36,14 +39,14 @@ def each_loop(
     """`code` with every `for` loop of a kernel whose block size is known and `fits` replaced
     by what `rewrite` makes of it (None: left as it is)."""
     source = Source(code)
-    names = {**facts.names, **definitions(code)}
+    known = replace(facts, names={**facts.names, **definitions(code)})
     edits = []
     for kernel in source.kernels():
         size = facts.block_sizes.get(kernel.name)
         if size is None or not fits(size):
             continue
         for loop in (n for n in walk(kernel.body) if n.type == "for_statement"):
-            new = rewrite(source, kernel, loop, size, names)
+            new = rewrite(source, kernel, loop, size, known)
             if new is not None:
                 edits.append(Edit(loop.start_byte, loop.end_byte, new))
     return edited(code, source, edits)
@@ -71,31 +74,33 @@ def returns_before(node: tree_sitter.Node, kernel: Kernel) -> bool:
     )
 
 
-def in_loop(node: tree_sitter.Node, kernel: Kernel) -> bool:
-    parent = node.parent
-    while parent is not None and parent != kernel.body:
-        if parent.type in ("for_statement", "while_statement", "do_statement"):
-            return True
-        parent = parent.parent
-    return False
-
-
-def outside_fits(source: Source, kernel: Kernel, loop: tree_sitter.Node) -> bool:
+def outside_fits(
+    source: Source, kernel: Kernel, loop: tree_sitter.Node, nested: bool = False
+) -> bool:
     """What both rewrites need around the loop: every thread of a 1D block reaches it (no
-    `return` before it, no enclosing loop, no y or z thread index or extent in the kernel) and
-    no `#pragma` (an unroll) applies to it."""
-    if in_loop(loop, kernel) or returns_before(loop, kernel) or preceding_pragma(loop):
+    `return` before it, no y or z thread index or extent in the kernel; no enclosing loop, or
+    where `nested`, one that every thread runs alike: uniform_loops) and no `#pragma` (an
+    unroll) applies to it."""
+    around = enclosing_loops(loop, kernel)
+    if around and not (nested and len(around) == 1 and is_uniform_loop(source, kernel, around[0])):
+        return False
+    if returns_before(loop, kernel) or preceding_pragma(loop):
         return False
     text = "".join(source.text(kernel.body).split())
     return not any(f"{b}.{a}" in text for b in ("threadIdx", "blockDim") for a in ("y", "z"))
 
 
 def shared_type(
-    source: Source, kernel: Kernel, array: str, carried: set[str] = SHUFFLED
+    source: Source,
+    kernel: Kernel,
+    array: str,
+    carried: set[str] = SHUFFLED,
+    types: Mapping[str, str] | None = None,
 ) -> str | None:
-    """The element type of `__shared__ T array[...]` declared in the kernel, if it is one of
-    `carried`, and if that array is the only thing of this name in the kernel (no parameter,
-    no other declaration shadowing it) and is only ever indexed (no pointer to it escapes)."""
+    """The element type of `__shared__ T array[...]` declared in the kernel, as written, if it
+    is one of `carried` (an alias through `types`: `Real_t` for double), and if that array is
+    the only thing of this name in the kernel (no parameter, no other declaration shadowing it)
+    and is only ever indexed (no pointer to it escapes)."""
     if not only_indexed(source, kernel, array):
         return None
     for node in walk(kernel.body):
@@ -109,7 +114,7 @@ def shared_type(
         if name is None or source.text(name) != array:
             continue
         element = source.words(node.child_by_field_name("type") or node)
-        return element if element in carried else None
+        return element if (types or {}).get(element, element) in carried else None
     return None
 
 
@@ -146,7 +151,7 @@ def _own_shared(source: Source, kernel: Kernel) -> bool:
 
 
 def kernel_constant(
-    source: Source, kernel: Kernel, node: tree_sitter.Node, names: dict[str, str]
+    source: Source, kernel: Kernel, node: tree_sitter.Node, names: Mapping[str, str]
 ) -> int | None:
     """The value of `node`, when it uses no name the kernel declares (a parameter or a local
     of the same name as a constant elsewhere is not that constant)."""
