@@ -80,7 +80,9 @@ if want sft; then
   nvcc-opt train student /tmp/student --from /tmp/smollm2.gguf 2>&1 | tail -5 | tee "$OUT/student.log"
   if [ -s /tmp/collect/sft.jsonl ]; then
     step "train sft ($(wc -l </tmp/collect/sft.jsonl) conversations)"
-    nvcc-opt train sft /tmp/collect/sft.jsonl --student /tmp/student --out /tmp/sft ${SFT_ARGS:---epochs 3 --lr 2e-5} \
+    # each turn's prompt as the eval's hf:...?max_new_tokens=NEW_TOKENS backend will fit it
+    nvcc-opt train sft /tmp/collect/sft.jsonl --student /tmp/student --out /tmp/sft \
+      --reply-tokens "${NEW_TOKENS:-384}" ${SFT_ARGS:---epochs 3 --lr 2e-5} \
       2>&1 | tail -12 | tee "$OUT/sft.log"
     cp /tmp/sft/train_log.json "$OUT/" 2>/dev/null
   else
@@ -97,7 +99,7 @@ if want grpo; then
   step "train grpo from $from (${GRPO_STEPS:-2} steps, K = ${GRPO_K:-12})"
   nvcc-opt train grpo /tmp/set --model "$from" --out /tmp/grpo --max-steps "${GRPO_STEPS:-2}" \
     --generations "${GRPO_K:-12}" --batch "${GRPO_K:-12}" --samples 1 --save-steps 1 \
-    --max-completion-length "${GRPO_TOKENS:-2048}" --max-tool-turns "${GRPO_TURNS:-6}" --bf16 \
+    --reply-tokens "${NEW_TOKENS:-384}" --max-tool-turns "${GRPO_TURNS:-6}" --bf16 \
     2>&1 | tee "$OUT/grpo.log" | tail -20
   cp /tmp/grpo/grpo.json /tmp/grpo/grpo_steps.jsonl "$OUT/" 2>/dev/null
   [ -d /tmp/grpo/final ] && evaluate grpo "$(hf /tmp/grpo/final)" --turns "${EVAL_TURNS:-6}"
