@@ -2,7 +2,8 @@
 HeCBench's kernels imported from a user's checkout): real code from outside this repository, read
 as the snapshot reads the suite (nvcc_opt/search/snapshot.py: facts from the region's file and
 the headers beside it), with the launches of every source file of the app as the policy's
-`search` finds them, without a GPU. Pairs are left out (a pair repeats its kernels).
+`search` finds them and the macros its build defines on the command line as compiler_analysis
+names them, without a GPU. Pairs are left out (a pair repeats its kernels).
 
     python benchmarks/problem_fires.py SET [--out FILE.json]
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -22,9 +24,26 @@ from pathlib import Path
 from nvcc_opt.regions.scan import scan
 from nvcc_opt.search.snapshot import NO_KERNEL, file_units, outcome
 from nvcc_opt.search.transforms import TRANSFORMS
+from nvcc_opt.workspace.defines import defines
 
 SOURCES = (".cu", ".cuh", ".cpp", ".h", ".hpp")
 LAUNCHERS = (".cu", ".cuh", ".cpp")  # files whose launches count for every region of the app
+DEFINITIONS = re.compile(r"target_compile_definitions\s*\(\s*\S+\s+([^)]*)\)")
+
+
+def compile_definitions(app: Path) -> dict[str, str]:
+    """The macros the app's generated CMake build gives every source on the command line
+    (`target_compile_definitions(main PRIVATE dfloat=double)`), as compiler_analysis names them
+    to the policy."""
+    lists = app / "CMakeLists.txt"
+    text = lists.read_text(errors="replace") if lists.is_file() else ""
+    words = [
+        f"-D{item}"
+        for found in DEFINITIONS.findall(text)
+        for item in found.split()
+        if item not in ("PRIVATE", "PUBLIC", "INTERFACE")
+    ]
+    return defines(words)
 
 
 def tagged_files(app: Path) -> list[Path]:
@@ -57,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         app = args.set / problem["app"]
         programs = tuple(p for p in sorted(app.rglob("*")) if p.suffix in LAUNCHERS and p.is_file())
         for path in tagged_files(app):
-            for unit in file_units(problem["id"], path, app, programs):
+            for unit in file_units(problem["id"], path, app, programs, compile_definitions(app)):
                 outcomes = {t.name: outcome(t, unit) for t in TRANSFORMS}
                 if all(o == NO_KERNEL for o in outcomes.values()):
                     continue

@@ -17,6 +17,7 @@ from nvcc_opt.search.launches import (
     definitions,
     facts_from,
     launches,
+    macro_types,
     type_aliases,
 )
 from nvcc_opt.search.observed_lines import search_hits, search_lines, statement
@@ -203,16 +204,6 @@ def _aliases(
             )
             lines = "\n".join(search_lines(seen))
             types = macro_types(definitions(lines), type_aliases(lines, types))
-    return types
-
-
-def macro_types(names: Mapping[str, str], types: dict[str, str]) -> dict[str, str]:
-    """`types` with the macros of `names` that stand for a builtin type (`#define real double`,
-    `-Dreal=double`), unless the name is an alias of another type already."""
-    for name, value in names.items():
-        words = " ".join(re.sub(r"//.*|/\*.*?\*/", " ", value).split())
-        if words in LDG_TYPES and types.setdefault(name, words) != words:
-            del types[name]
     return types
 
 

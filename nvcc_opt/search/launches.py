@@ -330,6 +330,16 @@ def type_aliases(code: str, known: Mapping[str, str] | None = None) -> dict[str,
     return found
 
 
+def macro_types(names: Mapping[str, str], types: dict[str, str]) -> dict[str, str]:
+    """`types` with the macros of `names` that stand for a builtin type (`#define real double`,
+    `-Dreal=double`), unless the name is an alias of another type already."""
+    for name, value in names.items():
+        words = " ".join(re.sub(r"//.*|/\*.*?\*/", " ", value).split())
+        if words in LDG_TYPES and types.setdefault(name, words) != words:
+            del types[name]
+    return types
+
+
 def facts_from(
     code: str,
     found: list[Launch],

@@ -19,13 +19,21 @@ import argparse
 import hashlib
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt.search.cuda import Source
 from nvcc_opt.search.kernel_facts import Facts
-from nvcc_opt.search.launches import Launch, definitions, facts_from, launches, type_aliases
+from nvcc_opt.search.launches import (
+    Launch,
+    definitions,
+    facts_from,
+    launches,
+    macro_types,
+    type_aliases,
+)
 from nvcc_opt.search.pointer_aliases import (
     expand,
     pointer_aliases,
@@ -73,9 +81,16 @@ def units(root: Path = ROOT) -> list[Unit]:
     return found
 
 
-def file_units(group: str, path: Path, root: Path, launchers: tuple[Path, ...] = ()) -> list[Unit]:
+def file_units(
+    group: str,
+    path: Path,
+    root: Path,
+    launchers: tuple[Path, ...] = (),
+    given: Mapping[str, str] | None = None,
+) -> list[Unit]:
     """The units of `path`; the launches in `launchers` (other files of the program, as the
-    policy's `search` finds them) count beside the file's own."""
+    policy's `search` finds them) count beside the file's own; `given`: the macros the build's
+    command line defines (compiler_analysis names them to the policy), constants and types."""
     data = path.read_bytes()
     text = data.decode("utf-8", "replace")
     # the constants the policy's `search` would find: the file's and its folder's headers'
@@ -94,7 +109,11 @@ def file_units(group: str, path: Path, root: Path, launchers: tuple[Path, ...] =
     found = launches(text)
     for other in launchers:
         found += launches(other.read_text(errors="replace")) if other != path else []
-    facts_of_file = found, {**names, **definitions(text)}, type_aliases(text, types)
+    names = {**names, **definitions(text)}
+    for name, value in (given or {}).items():
+        if names.setdefault(name, value) != value:
+            del names[name]
+    facts_of_file = found, names, macro_types(names, type_aliases(text, types))
     name = str(path.relative_to(root))
     regions = scan(data).regions
     pieces = [(f"{name}:{r.name}", region_text(data, r)) for r in regions] or [(name, text)]
