@@ -28,11 +28,12 @@ def test_extents_given_by_assignment() -> None:
         " dim3 flat; flat.x = TILE * 2;\n"
         " dim3 twice; twice.x = 32; twice.x = 64;\n"  # two values: none
         " dim3 grown; grown.x = 32; grown.x *= 2;\n"  # updated: none
-        " dim3 sideways; sideways.y = 4;\n}\n"  # no x extent: none
+        " dim3 sideways; sideways.y = 4;\n"  # no x extent: none
+        " dim3 later; later.x = 32; later = dim3(64);\n}\n"  # assigned whole: none
     )
     names = definitions(code)
     assert names["threads"] == "dim3(16, 8)" and names["flat"] == "dim3(TILE * 2)"
-    assert not {"twice", "grown", "sideways"} & set(names)
+    assert not {"twice", "grown", "sideways", "later"} & set(names)
     assert constant("threads", names) == 128 and constant("flat", {**names, "TILE": "64"}) == 128
 
 

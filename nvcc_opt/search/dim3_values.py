@@ -6,7 +6,7 @@
   for dim3, where a prototype taking an unnamed parameter of a user type is what is rare.
 - `dim3 threads; threads.x = 128; threads.y = 2;`: a dim3 declared without a value and given its
   extents by assignment. Read as `dim3(128, 2)` where every assignment to an extent is plain `=`
-  (a name assigned an extent twice, or updated with `+=`, is given no value).
+  (a name assigned an extent twice, updated with `+=`, or assigned whole, is given no value).
 """
 
 from __future__ import annotations
@@ -70,6 +70,9 @@ def _extents(source: Source, names: set[str]) -> dict[str, dict[str, str] | None
         target = node.child_by_field_name("left") if node.type == "assignment_expression" else None
         if target is None and node.type == "update_expression":
             target = node.child_by_field_name("argument")
+        if target is not None and target.type == "identifier" and source.text(target) in names:
+            found[source.text(target)] = None  # `threads = dim3(256);`: a value given later
+            continue
         if target is None or target.type != "field_expression":
             continue
         base, field = target.child_by_field_name("argument"), target.child_by_field_name("field")
