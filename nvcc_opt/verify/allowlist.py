@@ -25,6 +25,10 @@ Each refusal reads `allowlist: <what> at line N of the candidate`.
    original uses. Types used run their constructors: those follow the call rule.
 5. Attributes: `allowlist_lists.ALLOWED_ATTRIBUTES` only; `#pragma` only unroll and nounroll.
 6. `asm` in host code only as the original has it (device asm is another check's job).
+7. Where and when: nothing of its compile the original does not read (the file's name, the date
+   and time: `preprocess.Preprocessed.reads`): every check compiles the code under another name
+   and at another second than the build, so a candidate that reads them could show the checks
+   the original and give the build a cheat.
 
 This module checks the whole candidate (`check_candidate`: `#line` directives, the project
 headers it includes, then each side); `allowlist_rules` applies the six rules to one side,
@@ -70,6 +74,7 @@ def _findings(
 ) -> Iterable[tuple[str, int]]:
     yield from _line_directives(candidate.code)
     yield from _includes(candidate, reference)
+    yield from _compile_reads(candidate, reference)
     for side in candidate.sides:
         code = RegionCode(side)
         rules = Rules(code, reference, table, rdc, host=side.name == "host")
@@ -96,6 +101,17 @@ def _line_directives(code: str) -> Iterable[tuple[str, int]]:
         words = data[start + 1 : end].split(None, 1) if kind == DIRECTIVE else []
         if words and (words[0] == b"line" or words[0][:1].isdigit()):
             yield "a #line directive renumbers the code", data.count(b"\n", 0, start) + 1
+
+
+def _compile_reads(candidate: Preprocessed, reference: Reference) -> Iterable[tuple[str, int]]:
+    """Rule 7: what of its compile the candidate reads that the original does not."""
+    for what, line in candidate.reads:
+        if what not in reference.reads:
+            yield (
+                f"reads {what}, which the build's compile and each check's see differently "
+                "(the checks could be shown other code than the build compiles)",
+                line,
+            )
 
 
 def _includes(candidate: Preprocessed, reference: Reference) -> Iterable[tuple[str, int]]:

@@ -35,6 +35,7 @@ class Reference:
     operators: tuple[OuterOperator, ...]  # operator functions named outside the region
     outside: frozenset[str]  # every identifier of the unit outside the region, on any side
     after: frozenset[str]  # those of the code after the region
+    reads: frozenset[str] = frozenset()  # what of its compile it reads (Preprocessed.reads)
 
 
 @lru_cache(maxsize=4)
@@ -70,6 +71,7 @@ def reference_of(original: Preprocessed) -> Reference:
         operators=tuple({o for seen in outside for o in seen.operators}),
         outside=frozenset().union(*(seen.before | seen.after for seen in outside)),
         after=frozenset().union(*(seen.after for seen in outside)),
+        reads=frozenset(what for what, _ in original.reads),
     )
 
 

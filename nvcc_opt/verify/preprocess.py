@@ -14,6 +14,8 @@ make a side (`__CUDA_ARCH__`, `__CUDA_ARCH_FEAT_SM90_ALL`, `CUDA_DOUBLE_MATH_FUN
 read from `nvcc --dryrun` of the real compile: one host-compiler `-E` line per side. Each side's
 run then undefines them all with `-Xcompiler -U...` (nvcc places those after its own `-D`s,
 measured with nvcc 13.0) and defines that side's own again.
+
+Unguessable names and instants told the compiler show what of them the code reads: `reads`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from nvcc_opt.launcher.option_table import Role
 from nvcc_opt.regions.lexer import DIRECTIVE, bom_length, tokenize
 from nvcc_opt.values import RegionSpan
 from nvcc_opt.verify.check_copy import beside_build, renumbered
+from nvcc_opt.verify.compile_reads import Told, compile_reads
 from nvcc_opt.workspace.runner import Runner
 from nvcc_opt.workspace.unit import without_options
 
@@ -91,6 +94,7 @@ class Preprocessed:
     toolkit: tuple[str, ...]  # nvcc's own include folders (real paths)
     sides: tuple[Side, ...]  # the host side first
     seconds: float  # wall time of the compiler runs
+    reads: tuple[tuple[str, int], ...] = ()  # what of its compile it shows: compile_reads.py
 
 
 def preprocess(
@@ -113,10 +117,12 @@ def preprocess(
     marker = f"nvcc-opt-region-{secrets.token_hex(8)}"
     started = time.perf_counter()
     spliced = _spliced(file_text, span, code, job.source, marker)
+    told = Told.draw()
     with (
         tempfile.TemporaryDirectory(prefix="nvcc-opt-preprocess-") as scratch,
         beside_build(job.source, job.output, directory, spliced) as copy,
     ):
+        os.utime(copy, (told.written, told.written))  # what __TIMESTAMP__ reads
         args = _preprocess_args(job, str(copy))
         try:
             include = quote_include(job.source)
@@ -128,10 +134,11 @@ def preprocess(
         probe = _run(runner, dryrun, directory, timeout_s, shown, lines)
         toolkit, sides = _sides(probe)
         done: list[Side] = []
+        env = {**os.environ, "SOURCE_DATE_EPOCH": str(told.epoch)}  # what __DATE__ reads
         for name, flags in sides:
             out = Path(scratch) / f"side{len(done)}.ii"
             command = [compiler, *args, "-E", "-o", str(out), include, *flags]
-            _run(runner, command, directory, timeout_s, shown, lines)
+            _run(runner, command, directory, timeout_s, shown, lines, env)
             unit = out.read_text(encoding="utf-8", errors="replace")
             done.append(_side(name, unit, marker, job.source, span, toolkit))
     return Preprocessed(
@@ -142,6 +149,7 @@ def preprocess(
         toolkit=toolkit,
         sides=tuple(done),
         seconds=time.perf_counter() - started,
+        reads=compile_reads(done, told.canaries(copy.name, (told.started, time.time()))),
     )
 
 
@@ -200,8 +208,9 @@ def _run(
     timeout_s: float,
     shown: dict[str, str],
     offsets: dict[str, int],
+    env: dict[str, str] | None = None,
 ) -> str:
-    done = runner.run(command, cwd=cwd, timeout_s=timeout_s, sandbox=False)
+    done = runner.run(command, cwd=cwd, env=env, timeout_s=timeout_s, sandbox=False)
     if done.timed_out:
         raise PreprocessError(f"{Path(command[0]).name} timed out after {timeout_s:.0f} s")
     if not done.ok:
