@@ -233,6 +233,12 @@ def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> l
             "state: the candidate's run ended without nvcc-opt's complete channel report, where "
             "the original's did (the process did not exit normally)"
         )
+    elif not (_complete(runs.record) and _complete(runs.again)):  # nothing measured them: say so
+        notes.append(
+            "unmeasured: the runtime state check's runs of the original ended without nvcc-opt's "
+            "complete channel report, so the calls after the last change and the speedup on "
+            "changed inputs were not measured"
+        )
     reasons += [f"state: {p}" for p in cand.problems]
     described = {a.index: _describe(a) for a in record.allocations}
     touched_again = set(again.touched)
