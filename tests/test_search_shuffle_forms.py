@@ -11,83 +11,27 @@ import pytest
 
 from nvcc_opt.search.shuffle import warp_shuffle_tail
 from nvcc_opt.search.transforms import Facts
+from tests.class_kernels import CLASSES
 from tests.conftest import gpu_available, needs_nvcc
 from tests.cuda_programs import assert_compiles, assert_program_passes
 
+
+def _kernel(name: str) -> str:
+    """A class kernel of tests/fixtures/search_classes/ without its header comment lines."""
+    lines = (CLASSES / name).read_text().splitlines(keepends=True)
+    return "".join(line for line in lines if not line.startswith("// "))
+
+
 # a histogram per block: one tree reduction per bin, inside a loop over the bins
-BINS = """\
-typedef unsigned int count_t;
-#define BINS 8
-
-__global__ void bin_counts(const unsigned* keys, count_t* sums, int n) {
-  __shared__ count_t part[256];
-  int lane = threadIdx.x;
-  int me = lane;
-  count_t mine[BINS] = {0};
-  for (int k = blockIdx.x * blockDim.x + me; k < n; k += gridDim.x * blockDim.x) {
-    mine[keys[k] % BINS] += 1;
-  }
-  for (int b = 0; b < BINS; ++b) {
-    part[me] = mine[b];
-    __syncthreads();
-    for (unsigned half = blockDim.x >> 1; half != 0; half >>= 1) {
-      if (me < half) {
-        part[me] += part[me + half];
-      }
-      __syncthreads();
-    }
-    if (me == 0) sums[b * gridDim.x + blockIdx.x] = part[0];
-  }
-}
-
-void launch(const unsigned* keys, count_t* sums, int n) {
-  bin_counts<<<64, 256>>>(keys, sums, n);
-}
-"""
+BINS = _kernel("reduce_nested_per_bin.cu")
 BINS_FACTS = Facts(block_sizes={"bin_counts": 256}, types={"count_t": "unsigned int"})
 
 # one block per column at a time, columns handed out grid-stride; the counter is declared first
-COLUMNS = """\
-__global__ void column_norms(const double* m, double* norms, int rows, int cols) {
-  extern __shared__ double acc[];
-  for (int col = blockIdx.x; col < cols; col += gridDim.x) {
-    double v = 0.0;
-    for (int r = threadIdx.x; r < rows; r += blockDim.x) v += m[r * cols + col] * m[r * cols + col];
-    acc[threadIdx.x] = v;
-    __syncthreads();
-    for (int step = 128; step > 0; step /= 2) {
-      if (threadIdx.x < step) acc[threadIdx.x] = acc[threadIdx.x] + acc[threadIdx.x + step];
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) norms[col] = acc[0];
-  }
-}
-
-void launch(const double* m, double* norms, int rows, int cols) {
-  column_norms<<<40, 256, 256 * sizeof(double)>>>(m, norms, rows, cols);
-}
-"""
+COLUMNS = _kernel("reduce_nested_grid_stride_columns.cu")
 COLUMNS_FACTS = Facts(block_sizes={"column_norms": 256})
 
 # a flag count with the counter declared before the loop and an unbraced body
-FLAGS = """\
-__global__ void count_flags(const int* flags, int* per_block, int n) {
-  extern __shared__ int seen[];
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  seen[threadIdx.x] = i < n && flags[i] != 0;
-  __syncthreads();
-  for (i = blockDim.x / 2; i > 0; i >>= 1) {
-    if (threadIdx.x < i)
-      seen[threadIdx.x] += seen[threadIdx.x + i];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) per_block[blockIdx.x] = seen[0];
-}
-
-void launch(const int* flags, int* per_block, int n) {
-  count_flags<<<(n + 127) / 128, 128, 128 * sizeof(int)>>>(flags, per_block, n);
-}
-"""
+FLAGS = _kernel("reduce_counter_declared_before.cu")
 FLAGS_FACTS = Facts(block_sizes={"count_flags": 128})
 REPEATED = """\
 __global__ void count_flags(const int* flags, int* per_block, int n) {

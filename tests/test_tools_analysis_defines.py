@@ -3,8 +3,6 @@ them, named by compiler_analysis where the region uses them, and used for launch
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,8 +16,7 @@ from nvcc_opt.tools.region import Region
 from nvcc_opt.workspace.defines import defines, used
 from nvcc_opt.workspace.runner import ProcessRunner
 from tests.conftest import needs_nvcc
-
-FIXTURE = Path(__file__).parent / "fixtures" / "definesapp"
+from tests.test_tools_analysis import _project
 
 
 def test_every_spelling_in_command_order() -> None:
@@ -46,11 +43,7 @@ def definesapp(tmp_path_factory: pytest.TempPathFactory, exe: str) -> Iterator[P
     mp = pytest.MonkeyPatch()
     mp.setenv("XDG_CACHE_HOME", str(root / "cache"))
     mp.setenv("NVCC_OPT_STORE", str(root / "state" / "store.db"))
-    shutil.copytree(FIXTURE, root, dirs_exist_ok=True)
-    configure = ["cmake", "-S", str(root), "-B", str(root / "build"), "-G", "Ninja"]
-    subprocess.run(
-        [*configure, f"-DCMAKE_CUDA_COMPILER_LAUNCHER={exe}"], check=True, capture_output=True
-    )
+    _project("definesapp", root, exe)
     yield root
     mp.undo()
 

@@ -249,3 +249,19 @@ def changed_names(source: Source, node: tree_sitter.Node) -> set[str]:
             if target is not None and target.type == "identifier" and taken:
                 changed.add(source.text(target))
     return changed
+
+
+def assignment(
+    source: Source, node: tree_sitter.Node | None
+) -> tuple[tree_sitter.Node, str, tree_sitter.Node] | None:
+    """(left side, operator, right side) of `node` when it is an assignment (`=`, `+=`, ...) or a
+    statement that holds exactly one (`a[i] += e;`); None otherwise."""
+    if node is not None and node.type == "expression_statement":
+        node = node.named_children[0] if len(node.named_children) == 1 else None
+    if node is None or node.type != "assignment_expression":
+        return None
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    operator = node.child_by_field_name("operator")
+    if left is None or right is None or operator is None:
+        return None
+    return left, source.text(operator), right

@@ -46,6 +46,7 @@ from nvcc_opt.search.cuda import (
 from nvcc_opt.search.kernel_facts import (
     WARP,
     Facts,
+    assignment,
     builtin_aliases,
     statements,
     thread_aliases,
@@ -146,13 +147,10 @@ def _declared_before(
     """(name, initial value) of `for (s = value; ...)` whose counter is an integer local of the
     kernel, declared once, outside any loop, and not named after the loop (which leaves it at
     16, not 0, once rewritten)."""
-    init = loop.child_by_field_name("initializer")
-    if init is None or init.type != "assignment_expression" or enclosing_loops(loop, kernel):
+    found = assignment(source, loop.child_by_field_name("initializer"))
+    if found is None or found[1] != "=" or enclosing_loops(loop, kernel):
         return None
-    name, value = init.child_by_field_name("left"), init.child_by_field_name("right")
-    operator = init.child_by_field_name("operator")
-    if name is None or value is None or operator is None or source.text(operator) != "=":
-        return None
+    name, _, value = found
     counter = source.text(name)
     if name.type != "identifier" or counter in kernel.params:
         return None
@@ -189,18 +187,10 @@ def _written_first(
     for step in steps[: steps.index(loop)]:
         if array not in identifiers(source, step):
             continue
-        if step.type != "expression_statement" or not step.named_children:
+        found = assignment(source, step)
+        if found is None or found[1] != "=":
             return False
-        assignment = step.named_children[0]
-        if assignment.type != "assignment_expression":
-            return False
-        left, right = (
-            assignment.child_by_field_name("left"),
-            assignment.child_by_field_name("right"),
-        )
-        operator = assignment.child_by_field_name("operator")
-        if left is None or right is None or operator is None or source.text(operator) != "=":
-            return False
+        left, _, right = found
         written = {f"{array}[{t}]" for t in threads}
         return squeezed(source, left) in written and array not in identifiers(source, right)
     return False

@@ -34,6 +34,7 @@ from nvcc_opt.search.cuda import (
 )
 from nvcc_opt.search.kernel_facts import (
     Facts,
+    assignment,
     global_index_name,
     split_at_loop,
     statement_text,
@@ -159,14 +160,10 @@ def _loop(
     statement = body if body.type == "expression_statement" else None
     if body.type == "compound_statement" and len(statements) == 1:
         statement = statements[0]
-    expression = statement.named_children[0] if statement is not None else None
-    if expression is None or expression.type != "assignment_expression":
+    found = assignment(source, statement)
+    if found is None or found[1] != "+=":
         return None
-    target = expression.child_by_field_name("left")
-    plus = expression.child_by_field_name("operator")
-    value = expression.child_by_field_name("right")
-    if target is None or plus is None or value is None or source.text(plus) != "+=":
-        return None
+    target, _, value = found
     factors = _factors(value)
     if target.type != "identifier" or factors is None:
         return None

@@ -41,7 +41,7 @@ from nvcc_opt.search.cuda import (
     squeeze,
     walk,
 )
-from nvcc_opt.search.kernel_facts import PURE_CALL, Facts, unit_loop
+from nvcc_opt.search.kernel_facts import PURE_CALL, Facts, assignment, unit_loop
 
 INVERSE = {"+=": "-=", "-=": "+="}
 VALUE_NODES = {
@@ -188,19 +188,11 @@ def _update(
     source: Source, statement: tree_sitter.Node, index: str, arrays: Mapping[str, tuple[str, str]]
 ) -> _Update | None:
     """`a[index] += e;` or `-=`, `a` an array of `arrays`, `e` plain arithmetic."""
-    if statement.type != "expression_statement" or len(statement.named_children) != 1:
+    found = assignment(source, statement) if statement.type == "expression_statement" else None
+    if found is None or found[0].type != "subscript_expression":
         return None
-    expression = statement.named_children[0]
-    if expression.type != "assignment_expression":
-        return None
-    left, operator = (
-        expression.child_by_field_name("left"),
-        expression.child_by_field_name("operator"),
-    )
-    right = expression.child_by_field_name("right")
-    if left is None or operator is None or right is None or left.type != "subscript_expression":
-        return None
-    if source.text(operator) not in INVERSE:
+    left, operator, right = found
+    if operator not in INVERSE:
         return None
     array, indices = left.child_by_field_name("argument"), left.child_by_field_name("indices")
     if array is None or indices is None or array.type != "identifier":
@@ -215,7 +207,7 @@ def _update(
         elif node.is_named and node.type not in VALUE_NODES:
             return None
     text = squeeze(_at(source.text(right), index))
-    return _Update(source.text(array), source.text(operator), text, statement)
+    return _Update(source.text(array), operator, text, statement)
 
 
 def _read_names(source: Source, node: tree_sitter.Node) -> set[str]:
