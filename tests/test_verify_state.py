@@ -87,6 +87,21 @@ def test_scratch_the_candidate_no_longer_writes_is_fine_while_the_output_agrees(
     assert notes and "no longer writes allocation a1" in notes[0]
 
 
+def test_an_unwritten_output_is_no_scratch_where_the_originals_own_output_varies(config) -> None:  # type: ignore[no-untyped-def]
+    """Where two runs of the original print different results under the changed inputs (a
+    result that overflows to inf there, run-to-run noise), the program's output vouches for
+    nothing: a candidate that computes call 1 only and leaves its output as it was (right in
+    every normal run, where the inputs never change) passed as "scratch no longer written"
+    until 2026-12-08, and its calls are as fast changed as repeated. Now a caveat."""
+    stale = run(state(compares=(differs(2, 2, 16 << 20, unwritten=True),)), checksum="26000000")
+    noisy = run(state(), checksum="inf")
+    found, notes = decide(config, stale, noisy)
+    assert found == [] and any(n.startswith("unmeasured: ") for n in notes), notes
+    assert not any(n.startswith("state: the candidate no longer writes") for n in notes)
+    found, notes = decide(config, stale)  # where the original's output agrees: rejected
+    assert any("the call skipped its work" in r for r in found)
+
+
 def test_wrong_elements_are_wrong_even_when_the_checksum_agrees(config) -> None:  # type: ignore[no-untyped-def]
     found, _ = decide(config, run(state(compares=(differs(3, 2, 70),))))
     assert found and "differs from the original's at 70 of" in found[0]

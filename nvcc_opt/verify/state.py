@@ -29,7 +29,9 @@ with nvcc-opt's channel (runtime/channel.cpp) in it, three times:
    inputs must be the original's.
 A buffer the original writes in a call and the candidate leaves alone counts as scratch the
 candidate no longer needs (a fused kernel's intermediate) only while the program's output still
-agrees; otherwise it is the output of a skipped call.
+agrees; otherwise it is the output of a skipped call. Where two runs of the original print
+different results under the changes, the output vouches for nothing: such a buffer is an
+`unmeasured:` caveat (a stale output, computed in call 1 only, passed as scratch there).
 
 The channel also times each call on the GPU. Calls after the last change repeat their inputs: a
 candidate whose calls get much faster when nothing changed, where the original's do not, keeps
@@ -249,7 +251,10 @@ def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> l
         if (call, index) not in touched_again
     ]
     program = same_output(config, runs.candidate.output, runs.record.output)
-    program_agrees = program.ok or not same_output(config, runs.again.output, runs.record.output).ok
+    # The original's own two runs must agree for the output to vouch either way (a result that
+    # overflows under the changes, run-to-run noise): then nothing is said of it, and a buffer
+    # left unwritten is no proven scratch (a stale output would pass as one).
+    vouches = same_output(config, runs.again.output, runs.record.output).ok
     noise = {(c.call, c.index): c.differing for c in again.compares}
     scratch = []
     for c in cand.compares:
@@ -257,20 +262,26 @@ def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> l
         allowed += 16 if allowed else 0
         if c.differing <= allowed:
             continue
-        if c.unwritten and program_agrees:
+        if c.unwritten and (program.ok or not vouches):
             scratch.append(described.get(c.index, f"allocation {c.index}"))
             continue
         reasons.append(_differs(c, described, config.verify.state_calls))
-    if not program_agrees:
+    if vouches and not program.ok:
         reasons.append(
             "state: with inputs changed between calls, the program's own output differs from "
             "the original's: " + "; ".join(program.reasons[:3])
         )
-    if scratch and not reasons:
+    left = ", ".join(sorted(set(scratch)))
+    if scratch and not reasons and vouches:
         notes.append(
-            "state: the candidate no longer writes "
-            + ", ".join(sorted(set(scratch)))
-            + " (scratch, since the program's output is unchanged)"
+            f"state: the candidate no longer writes {left} (scratch, since the program's output "
+            "is unchanged)"
+        )
+    elif scratch and not reasons:
+        notes.append(
+            f"unmeasured: the candidate leaves {left} as it was after calls the original writes "
+            "it in, and the program's own output cannot tell scratch from a skipped call: two "
+            "runs of the original print different results under the changed inputs"
         )
     complete = all(_complete(r) for r in (runs.record, runs.again, runs.candidate))
     reasons += repeat_reasons(
