@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from nvcc_opt.toolbox.schema import ToolError
+from nvcc_opt.tools.catalog import open_catalog
 from nvcc_opt.tools.files import ProjectFiles
 from nvcc_opt.tools.hidden import shown_text
 
@@ -24,12 +25,13 @@ fresh_inputs = [
 sanitizer_args = ["--size", "{SECRET}"]
 
 [check]
-kind = "regex"
+require = ["PASS"]
 """
 
 
 def _project(tmp_path: Path, name: str, text: str) -> ProjectFiles:
     (tmp_path / name).write_text(text)
+    (tmp_path / "build").mkdir()
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "app.cu").write_text(f"// seed {SECRET} is also in the source\n")
     return ProjectFiles(tmp_path)
@@ -42,7 +44,7 @@ def test_the_verify_table_is_blanked_with_line_numbers_kept(tmp_path: Path) -> N
     assert "hidden from the model" in shown
     # the tables around it are shown as they are, on their own line numbers
     assert '    2 | command = ["./app", "--size", "4096"]' in shown
-    assert '   12 | kind = "regex"' in shown
+    assert '   12 | require = ["PASS"]' in shown
 
 
 def test_search_does_not_find_it_in_the_config_but_does_elsewhere(tmp_path: Path) -> None:
@@ -92,3 +94,52 @@ def test_other_files_and_configs_without_verify_settings_are_untouched() -> None
     assert shown_text("nvcc-opt.toml", plain) == plain
     broken = "[run\ncommand = 1\n"  # no verify setting to hide: shown as it is, broken or not
     assert shown_text("nvcc-opt.toml", broken) == broken
+
+
+def _state(root: Path) -> None:
+    (root / ".nvcc-opt" / "traces").mkdir(parents=True)
+    (root / ".nvcc-opt" / "traces" / "run.json").write_text(f'{{"why": "fresh_inputs {SECRET}"}}')
+    (root / ".nvcc-opt" / "store.db").write_text("not a real database")
+
+
+def test_the_store_folder_inside_the_project_is_never_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NVCC_OPT_STORE", raising=False)
+    files = _project(tmp_path, "nvcc-opt.toml", 'store = ".nvcc-opt/store.db"\n' + TABLE)
+    _state(tmp_path)
+    catalog = open_catalog(tmp_path)
+    try:
+        tools = catalog.files
+        for call in (
+            lambda: tools.file_viewer(".nvcc-opt/traces/run.json"),
+            lambda: tools.list_dir(".nvcc-opt"),
+            lambda: tools.search("fresh", path=".nvcc-opt"),
+        ):
+            with pytest.raises(ToolError, match="nvcc-opt's own state"):
+                call()
+        assert ".nvcc-opt" not in tools.list_dir(".")
+        assert ".nvcc-opt" not in tools.search(SECRET)
+    finally:
+        catalog.close()
+    assert files.file_viewer(".nvcc-opt/traces/run.json")  # a bare ProjectFiles knows no store
+
+
+def test_a_store_at_the_root_hides_its_own_files_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NVCC_OPT_STORE", raising=False)
+    _project(tmp_path, "nvcc-opt.toml", 'store = "state.db"\n' + TABLE)
+    (tmp_path / "state.db").write_text(f"seed {SECRET}")
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "a.json").write_text(f"seed {SECRET}")
+    catalog = open_catalog(tmp_path)
+    try:
+        listing = catalog.files.list_dir(".")
+        assert "src/" in listing and "state.db" not in listing and "traces/" not in listing
+        with pytest.raises(ToolError, match="nvcc-opt's own state"):
+            catalog.files.file_viewer("state.db")
+        found = catalog.files.search(SECRET)
+        assert "src/app.cu" in found and "state.db" not in found and "traces" not in found
+    finally:
+        catalog.close()

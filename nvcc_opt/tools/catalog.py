@@ -23,7 +23,7 @@ from types import TracebackType
 
 from nvcc_opt.config import ProjectConfig, load
 from nvcc_opt.config.project import PYPROJECT, has_tool_table
-from nvcc_opt.paths import CONFIG_NAME
+from nvcc_opt.paths import CONFIG_NAME, store_path
 from nvcc_opt.toolbox.schema import Tool, Toolbox
 from nvcc_opt.tools.analysis import Analysis
 from nvcc_opt.tools.bench import Benchmark
@@ -129,7 +129,7 @@ def open_catalog(
     gpu = config.gpu.devices[0] if config is not None else None
     workdir = Path(tempfile.mkdtemp(prefix="nvcc-opt-microbench-"))
     microbench = Microbench(runner, workdir, gpu=gpu)
-    files = ProjectFiles(config.source_root if config is not None else root)
+    files = ProjectFiles(config.source_root if config is not None else root, _private(root))
     if region is None or config is None:
         return Catalog(Toolbox.from_objects(microbench, files), files, microbench, None)
     bench = Benchmark(config, region, runner, launcher or launcher_path(), label=label)
@@ -138,3 +138,20 @@ def open_catalog(
         contexts.append(Profile(bench))
     tools = Toolbox.from_objects(*contexts)
     return Catalog(tools, files, microbench, bench)
+
+
+STORE_SIDE = ("traces", "stamps", "seen", "said", "accepted-files")  # beside the store (paths.py)
+
+
+def _private(root: Path) -> tuple[Path, ...]:
+    """nvcc-opt's own state the file tools never show: the store's folder (traces, stamps), or,
+    where that folder is the project's root or above it, the store's own files in it."""
+    try:
+        store = store_path(root)
+    except ValueError:  # a broken configuration: `load` has said so already
+        return ()
+    folder = store.parent.resolve()
+    if folder != root.resolve() and folder.is_relative_to(root.resolve()):
+        return (folder,)
+    side = [folder / name for name in STORE_SIDE]
+    return (*side, *store.parent.glob(store.name + "*"))  # the database, its -wal and -shm

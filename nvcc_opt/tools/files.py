@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from nvcc_opt.toolbox.schema import ToolError, tool
-from nvcc_opt.tools.hidden import REFUSED, shown_text
+from nvcc_opt.tools.hidden import PRIVATE, REFUSED, shown_text
 
 WINDOW = 100
 MAX_WINDOW = 400
@@ -36,8 +36,11 @@ _SNIFF = 8192  # a NUL byte in the first 8 KiB means binary, as git and grep dec
 class ProjectFiles:
     """The file tools over one project root; `resolve` is the confinement other tools share."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, private: tuple[Path, ...] = ()) -> None:
+        """`private`: folders of nvcc-opt's own state (the store beside its traces) that are
+        never shown, should they lie inside the root."""
         self.root = root.resolve()
+        self.private = tuple(p.resolve() for p in private)
 
     @tool
     def file_viewer(self, path: str, start: int = 1, end: int | None = None) -> str:
@@ -85,7 +88,10 @@ class ProjectFiles:
         real, shown = self._existing(path)
         if not real.is_dir():
             raise ToolError(f"'{shown}' is a file; file_viewer(path='{shown}') shows it")
-        entries = sorted(os.scandir(real), key=lambda e: (not _is_dir(e), e.name))
+        entries = sorted(
+            (e for e in os.scandir(real) if Path(e.path).resolve() not in self.private),
+            key=lambda e: (not _is_dir(e), e.name),
+        )
         if not entries:
             return f"[{shown}: empty folder]"
         folders = sum(1 for e in entries if _is_dir(e))
@@ -133,7 +139,7 @@ class ProjectFiles:
         if not real.is_dir() and not real.is_file():
             raise ToolError(f"'{shown}' is not a regular file or folder")
         found = _Search(compiled)
-        for file in [real] if real.is_file() else _walk(real):
+        for file in [real] if real.is_file() else _walk(real, self.private):
             if found.scanned == MAX_SCANNED:
                 found.notes.append(f"stopped after {MAX_SCANNED} files")
                 break
@@ -169,6 +175,8 @@ class ProjectFiles:
 
     def _existing(self, path: str) -> tuple[Path, str]:
         real, shown = self.resolve(path)
+        if any(real.is_relative_to(p) for p in self.private):
+            raise ToolError(f"'{shown}' {PRIVATE}")
         if real.exists():
             return real, shown
         parent = posixpath.dirname(shown) or "."
@@ -325,13 +333,16 @@ def _around(line: str, match: re.Match[str]) -> str:
     return ("..." if begin else "") + piece + ("..." if begin + MATCH_CHARS < len(line) else "")
 
 
-def _walk(top: Path) -> Iterator[Path]:
-    """Regular files under `top` in name order, without hidden folders (.git, .venv) or links."""
+def _walk(top: Path, private: tuple[Path, ...] = ()) -> Iterator[Path]:
+    """Regular files under `top` in name order, without hidden folders (.git, .venv), links or
+    the `private` folders and files."""
     for folder, dirs, files in os.walk(top):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and Path(folder, d).resolve() not in private
+        )
         for name in sorted(files):
             file = Path(folder, name)
-            if not file.is_symlink() and file.is_file():
+            if not file.is_symlink() and file.is_file() and file.resolve() not in private:
                 yield file
 
 

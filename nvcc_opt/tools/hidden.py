@@ -1,4 +1,6 @@
-"""What the file tools never show the model: the final verification's own settings.
+"""What the file tools never show the model: the final verification's own settings, and
+nvcc-opt's own state (the store's folder: earlier runs' traces and verdicts, which name the fresh
+inputs that failed) where a project keeps it inside its tree (`store = ".nvcc-opt/store.db"`).
 
 `[verify] fresh_inputs` and `sanitizer_args` are argument lists that only the final verification
 runs (other seeds, a size never shown while exploring). A model that read them could write code
@@ -23,6 +25,10 @@ NOTE = "# [hidden from the model: nvcc-opt's final verification settings]"
 REFUSED = (
     "holds nvcc-opt's final verification settings in a form that cannot be shown without them; "
     "it is hidden from the model (the build and run settings are in the tool descriptions)"
+)
+PRIVATE = (
+    "holds nvcc-opt's own state (its store, the traces and verdicts of earlier runs): hidden from "
+    "the model"
 )
 _HEADER = re.compile(r"^\s*\[\[?([^\[\]#]+)\]\]?\s*(#.*)?$")
 
