@@ -102,6 +102,26 @@ def test_an_unwritten_output_is_no_scratch_where_the_originals_own_output_varies
     assert any("the call skipped its work" in r for r in found)
 
 
+def test_an_output_written_in_call_1_only_is_no_scratch(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A program that prints only PASS or FAIL (as the training problems do) prints FAIL under
+    the changed inputs whatever the region computes, so its output agrees with the original's
+    for any candidate. A candidate that computes call 1 only and then returns at once while its
+    output is non-zero (right in every normal run, where the inputs never change; as fast on
+    changed calls as on repeated ones) left its output "unwritten" after the changed calls and
+    passed as scratch until 2026-12-08. Scratch is what a candidate never writes; a buffer it
+    writes in one call and leaves in another is the output of a skipped call."""
+    (tmp_path / "build").mkdir()
+    text = (EXAMPLE / "nvcc-opt.toml").read_text()
+    (tmp_path / "nvcc-opt.toml").write_text(text.replace("numbers = ", "# numbers = "))
+    passfail = load(tmp_path)
+    written = Compare(1, 2, 0, 16 << 20, 0, 0.5, 0.5, 0.0, False)
+    stale = (written, differs(2, 2, 16 << 20, unwritten=True), differs(3, 2, 16 << 20, True))
+    found, _ = decide(passfail, run(state(compares=stale)))
+    assert any("after call 2" in r and "the call skipped its work" in r for r in found), found
+    never = tuple(differs(c, 1, 16 << 20, unwritten=True) for c in (1, 2, 3))  # a fused kernel
+    assert decide(passfail, run(state(compares=never)))[0] == []
+
+
 def test_wrong_elements_are_wrong_even_when_the_checksum_agrees(config) -> None:  # type: ignore[no-untyped-def]
     found, _ = decide(config, run(state(compares=(differs(3, 2, 70),))))
     assert found and "differs from the original's at 70 of" in found[0]

@@ -28,10 +28,12 @@ with nvcc-opt's channel (runtime/channel.cpp) in it, three times:
    calls, reach no memory the original does not, and its program output under the changed
    inputs must be the original's.
 A buffer the original writes in a call and the candidate leaves alone counts as scratch the
-candidate no longer needs (a fused kernel's intermediate) only while the program's output still
-agrees; otherwise it is the output of a skipped call. Where two runs of the original print
-different results under the changes, the output vouches for nothing: such a buffer is an
-`unmeasured:` caveat (a stale output, computed in call 1 only, passed as scratch there).
+candidate no longer needs (a fused kernel's intermediate) only where it never writes it in any
+compared call and the program's output still agrees; otherwise it is the output of a skipped call
+(a program that prints only PASS or FAIL prints FAIL under the changes whatever the region
+computes: a candidate that writes its output in call 1 only passed as scratch there). Where
+two runs of the original print different results under the changes, the output vouches for
+nothing: such a buffer is an `unmeasured:` caveat.
 
 The channel also times each call on the GPU. Calls after the last change repeat their inputs: a
 candidate whose calls get much faster when nothing changed, where the original's do not, keeps
@@ -256,13 +258,14 @@ def state_reasons(config: ProjectConfig, runs: StateRuns, notes: list[str]) -> l
     # left unwritten is no proven scratch (a stale output would pass as one).
     vouches = same_output(config, runs.again.output, runs.record.output).ok
     noise = {(c.call, c.index): c.differing for c in again.compares}
+    written = {c.index for c in cand.compares if not c.unwritten}  # scratch is never written
     scratch = []
     for c in cand.compares:
         allowed = 4 * noise.get((c.call, c.index), 0)
         allowed += 16 if allowed else 0
         if c.differing <= allowed:
             continue
-        if c.unwritten and (program.ok or not vouches):
+        if c.unwritten and c.index not in written and (program.ok or not vouches):
             scratch.append(described.get(c.index, f"allocation {c.index}"))
             continue
         reasons.append(_differs(c, described, config.verify.state_calls))
