@@ -133,3 +133,28 @@ def test_a_real_gain_with_a_shortcut_on_top_keeps_less_than_its_real_part(root: 
     both = ChannelApp((10.0, 27_000_000, 1.0), (2.5, 6_750_000, 0.8))
     state = StateTimes(27_000_000, 27_067_500, 13_500_000, CALLS, True)
     assert credited(timed(root, both, state)) == pytest.approx(2.0, rel=0.01)
+
+
+def test_the_credited_comparisons_medians_say_what_is_kept(root: Path) -> None:
+    """Training's reward reads the verdict's comparison by its medians (t_base / t, grpo_env):
+    a cap that lowered only `speedup` left them at the printed 4x, so a capped cheat was paid
+    for the whole shortcut (until 2026-12-08). The candidate's times in a capped comparison are
+    the credited ones; the printed figure stays in the note."""
+    both = ChannelApp((10.0, 27_000_000, 1.0), (2.5, 6_750_000, 0.8))
+    state = StateTimes(27_000_000, 27_067_500, 13_500_000, CALLS, True)
+    c = timed(root, both, state).comparison
+    assert c is not None and c.verdict == "faster"
+    assert c.baseline.median / c.candidate.median == pytest.approx(c.speedup) == pytest.approx(2.0)
+    assert max(c.candidate.times) / min(c.candidate.times) == pytest.approx(1.008)  # as measured
+
+
+def test_the_own_measurements_cap_sets_the_medians_too() -> None:
+    from nvcc_opt.verify.credited import capped
+    from nvcc_opt.verify.stats import compare
+
+    printed = compare([4.0 + i / 100 for i in range(12)], [1.0 + i / 200 for i in range(12)])
+    kept, said = capped(printed, 1.5)
+    assert kept.speedup == 1.5 and said
+    assert kept.baseline == printed.baseline
+    assert kept.baseline.median / kept.candidate.median == pytest.approx(1.5)
+    assert kept.candidate.spread == pytest.approx(printed.candidate.spread)

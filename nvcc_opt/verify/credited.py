@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from nvcc_opt.verify.stats import Comparison, Direction
+from nvcc_opt.verify.stats import Comparison, Direction, Sample
 
 OWN = (
     "nvcc-opt's own measurements (the region's GPU time, the runs' wall time)",
@@ -32,12 +32,16 @@ def capped(
     by: tuple[str, str] = OWN,
 ) -> tuple[Comparison, tuple[str, ...]]:
     """`comparison` with its speedup and interval no higher than `most` (what `by` measured:
-    its long and short names), and the note saying so; unchanged when it is not above it."""
+    its long and short names), and the note saying so; unchanged when it is not above it. The
+    candidate's times are the credited ones too (the printed ones slowed by the cap), so that
+    whoever reads the medians (training's reward: t_base / t) reads the speedup kept; the
+    printed figure stays in the note."""
     if most is None or comparison.verdict != "faster" or comparison.speedup <= most:
         return comparison, ()
     verdict: Direction = "faster" if most > 1.0 and most >= min_speedup else "not faster"
     kept = dataclasses.replace(
         comparison,
+        candidate=_slowed(comparison.candidate, comparison.speedup / most),
         speedup=most,
         ci_low=min(comparison.ci_low, most),
         ci_high=min(comparison.ci_high, most),
@@ -47,4 +51,15 @@ def capped(
     return kept, (
         f"speedup: the printed times say {comparison.speedup:.3f}x, {by[0]} at most "
         f"{most:.3f}x: {most:.3f}x kept",
+    )
+
+
+def _slowed(sample: Sample, factor: float) -> Sample:
+    """`sample` with every time `factor` times as long (its spread, relative, unchanged)."""
+    return dataclasses.replace(
+        sample,
+        times=tuple(t * factor for t in sample.times),
+        median=sample.median * factor,
+        min=sample.min * factor,
+        max=sample.max * factor,
     )
