@@ -149,3 +149,59 @@ def test_a_reduction_per_bin_gives_the_same_counts_on_a_gpu(tmp_path: Path) -> N
     assert rewritten is not None
     body = rewritten.split("#define BINS 8\n", 1)[1]  # the type and macro are defined once
     assert_program_passes(PROGRAM.format(original=BINS, rewritten=body), tmp_path)
+
+
+PLAIN = """\
+__global__ void k(const int* in, int* out) {
+  __shared__ int buf[128];
+  PRE
+  buf[threadIdx.x] = in[blockIdx.x * blockDim.x + threadIdx.x];
+  __syncthreads();
+  for (i = blockDim.x / 2; i > 0; i >>= 1) {
+    if (threadIdx.x < i) buf[threadIdx.x] += buf[threadIdx.x + i];
+    __syncthreads();
+  }
+  POST
+}
+"""
+K_FACTS = Facts(block_sizes={"k": 128})
+DONE = "if (threadIdx.x == 0) out[blockIdx.x] = buf[0];"
+
+
+def _plain(pre: str = "int i;", post: str = DONE, macro: str = "") -> str:
+    return macro + PLAIN.replace("PRE", pre).replace("POST", post)
+
+
+@pytest.mark.parametrize(
+    ("code", "why"),
+    [
+        (_plain("int i = 0; int* at = &i;", DONE.replace("buf[0]", "buf[0] + *at")),
+         "the counter read after the loop through a pointer"),
+        (_plain("int i = 0; int& same = i;", DONE.replace("buf[0]", "buf[0] + same")),
+         "through a reference"),
+        (_plain("int i = 0; auto now = [&] { return i; };",
+                DONE.replace("buf[0]", "buf[0] + now()")), "through a lambda"),
+        (_plain("int i = 0;", DONE.replace("buf[0]", "buf[0] + I_NOW"), "#define I_NOW i\n"),
+         "through a macro"),
+        (_plain("int i;", DONE.replace("buf[0]", "buf[0] + AT(5)"), "#define AT(j) buf[j]\n"),
+         "an element other than the first read through a macro"),
+        (_plain("int i, rounds = 0;\n again:", DONE + "\n  if (++rounds < 2) goto again;"),
+         "a jump back runs the loop again after elements 1-31 were left different"),
+    ],
+)  # fmt: skip
+def test_a_counter_or_element_reachable_another_way_is_refused(code: str, why: str) -> None:
+    assert warp_shuffle_tail(_plain(), K_FACTS) is not None  # the plain form, `int i;` first
+    assert warp_shuffle_tail(code, K_FACTS) is None, why
+
+
+def test_the_outer_loop_may_hold_inner_loops_that_break_but_not_a_bound_read_from_memory() -> None:
+    inner = BINS.replace(
+        "    part[me] = mine[b];",
+        "    count_t v = mine[b];\n    for (int r = 0; r < 4; ++r) { if (v > 9) break; v += r; }\n"
+        "    part[me] = v;",
+    )
+    assert warp_shuffle_tail(inner, BINS_FACTS) is not None
+    deref = BINS.replace("b < BINS;", "b < *bins;").replace(
+        "count_t* sums, int n)", "count_t* sums, int n, const int* bins)"
+    )
+    assert warp_shuffle_tail(deref, BINS_FACTS) is None

@@ -101,10 +101,20 @@ def test_a_type_the_command_line_defines_needs_no_search() -> None:
 
 def test_the_command_line_and_the_region_disagreeing_leaves_the_type_unknown() -> None:
     region = "#define real double\n" + SCALE.replace("scale", "rows")
-    tools, _ = _macros_line(MACROS + "real=float")
+    tools, asked = _macros_line(MACROS + "real=float")
     calls, _ = drive(SearchPolicy(), tools, offered=[*ALL_TOOLS], region=region)
     timed = [a["code"] for name, a in calls if name == "benchmark_code"]
     assert not any("float4" in code or "double2" in code for code in timed)
+    assert asked == []  # nor looked up again, where a search would find one of the two
+
+
+def test_a_default_the_region_guards_with_ifndef_gives_way_to_the_command_line() -> None:
+    region = "#ifndef real\n#define real double\n#endif\n" + SCALE.replace("scale", "rows")
+    tools, _ = _macros_line(MACROS + "real=float")
+    calls, _ = drive(SearchPolicy(), tools, offered=[*ALL_TOOLS], region=region)
+    timed = [a["code"] for name, a in calls if name == "benchmark_code"]
+    assert any("float4" in code for code in timed)
+    assert not any("double2" in code for code in timed)
 
 
 def test_a_define_found_by_search_or_in_the_region_is_a_type() -> None:

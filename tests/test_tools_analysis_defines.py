@@ -26,10 +26,29 @@ def test_every_spelling_in_command_order() -> None:
     assert defines(words) == {"A": "9", "C": "1", "D": "4", "F": ""}
 
 
-def test_words_passed_on_to_other_tools_are_not_nvccs() -> None:
-    words = ["nvcc", "-Xcompiler", "-DHOST=1", "--compiler-options", "-DH2", "-Xptxas", "-v"]
-    assert defines([*words, "-DDEV=1", "-D"]) == {"DEV": "1"}  # a -D with no value after it
+def test_the_host_compilers_macros_reach_device_code_under_nvccs_own() -> None:
+    # nvcc 13.0: `-Xcompiler -DFOO=7` is seen by device code; nvcc's own -D/-U override it
+    words = ["nvcc", "-Xcompiler", "-DHOST=1,-DBOTH=7", "--compiler-options=-DH2"]
+    words += ["-DBOTH=2", "-Xcompiler=-UGONE", "-Xptxas", "-DNOT_A_MACRO", "-DDEV=1", "-D"]
+    assert defines(words) == {"HOST": "1", "H2": "1", "BOTH": "2", "DEV": "1"}
     assert defines(["nvcc", "-Dbad-name=1", "-D=3", "-D9x=1"]) == {}
+
+
+def test_options_files_are_read_in_place(tmp_path: Path) -> None:
+    (tmp_path / "more.rsp").write_text('-DBLOCK=64 "-Dlabel=a b" --options-file inner.rsp')
+    (tmp_path / "inner.rsp").write_text("-UGONE -DTILE=8")
+    words = ["nvcc", "-DBLOCK=1", "-DGONE", "--options-file", "more.rsp", "-DLAST=1"]
+    found = defines(words, tmp_path)
+    assert found == {"BLOCK": "64", "label": "a b", "TILE": "8", "LAST": "1"}
+    # a file that cannot be read leaves every macro unknown, not half of them
+    assert defines(["nvcc", "-DBLOCK=1", "-optf", "missing.rsp"], tmp_path) == {}
+
+
+def test_a_file_that_decides_a_macro_itself_is_not_told_the_command_lines() -> None:
+    found = {"BLOCK": "512", "real": "float", "TILE": "8"}
+    code = "#undef real\n#ifndef BLOCK\n#define BLOCK 128\n#endif\n#define TILE 4\n"
+    code += "real x[BLOCK][TILE];"
+    assert used(found, code) == {"BLOCK": "512"}  # the #ifndef default: the command line's wins
 
 
 def test_only_the_names_the_code_uses_as_words() -> None:

@@ -52,6 +52,7 @@ EMITTED = {*FIELDS, "float4", "int4", "double2", "reinterpret_cast", "gridDim", 
 LOOPS = {"for_statement", "while_statement", "do_statement", "for_range_loop"}
 
 BOUND = re.compile(r"[\w\s()+\-*/.]+")  # a bound `n` evaluated once: no call, no memory read
+DEREFERENCE = re.compile(r"(^|[-+*/(])\s*\*")  # a `*` with no value before it: `*p`, `n * *p`
 Replacement = tuple[int, int, str]  # (start byte, end byte, new text) in the source
 P = TypeVar("P")
 
@@ -321,6 +322,8 @@ def uniform(
         names = free_names(current)
         if not BOUND.fullmatch(current) or names & (BUILTINS - allowed) or names & changed:
             return False
+        if DEREFERENCE.search(current):
+            return False  # `*count`: a memory read
         for name in names - seen - set(kernel.params):
             seen.add(name)
             values = declared_values(source, kernel, name)

@@ -42,6 +42,9 @@ MAX_DECLARATIONS = 3  # declarations read per helper (a prototype, a definition,
 SIGNATURE_LINES = 16
 # What may stand before a function's name on the line that declares it (`static __device__ void`).
 DECLARATION_PREFIX = re.compile(r"[A-Za-z_][\w\s:<>,*&]*[\w*&>]")
+NOT_CONSTANTS = {"dim3", "sizeof", "alignof", "static_cast", "const", "constexpr", "std", "min",
+                 "max", "true", "false", "nullptr"}  # fmt: skip
+TYPE_WORDS = {w for t in LDG_TYPES for w in t.split()} | {"size_t", "auto", "void", "bool"}
 NOT_A_TYPE = {"return", "else", "case", "do", "new", "delete", "throw", "goto", "co_return"}
 
 
@@ -57,10 +60,7 @@ def gather(
     source = Source(code)
     kernels = source.kernels()
     found = launches(code)
-    names = definitions(code)
-    for name, value in (given or {}).items():
-        if names.setdefault(name, value) != value:
-            del names[name]
+    names, dropped = _with_command_line(code, definitions(code), given or {})
     if "search" in offered:
         for kernel in kernels:
             if any(launch.kernel == kernel.name for launch in found) or not room():
@@ -81,25 +81,11 @@ def gather(
                     line = statement(search_lines(window))
                 found += _launches(line)
         wanted = {w for launch in found for w in _words(launch.block)} | column_words(source)
-        searched: set[str] = set()
-        for _ in range(VALUE_ROUNDS):  # a value may name another (`dim3 b(THREADS)`)
-            wanted -= set(names) | searched
-            for word in sorted(wanted):
-                if not room():
-                    break
-                searched.add(word)
-                seen = yield Call(
-                    "search",
-                    {"pattern": _value_of(word), "regex": True},
-                    f"Finding the value of {word}.",
-                )
-                for name, value in definitions("\n".join(search_lines(seen))).items():
-                    names.setdefault(name, value)
-            wanted = {w for word in wanted if word in names for w in _words(names[word])}
+        names = yield from _values(wanted, names, dropped, room)
     pointers, types, asked = (
         pointer_aliases(code),
         macro_types(names, type_aliases(code)),
-        set[str](),
+        set(dropped),  # a name the command line and the region disagree on is not looked up
     )
     # every name seen defined as a pointer, resolved or not, and the structs holding pointers
     named = pointer_names(code) | pointer_holders(code)
@@ -115,6 +101,80 @@ def gather(
         return facts
     params = yield from _helper_params(source, kernels, dict(facts.readonly_params), room)
     return replace(facts, readonly_params=params)
+
+
+def _with_command_line(
+    code: str, names: dict[str, str], given: Mapping[str, str]
+) -> tuple[dict[str, str], set[str]]:
+    """The region's definitions with the command line's macros, and the names dropped: a name
+    the region defines otherwise is dropped, unless the region's is a default for it
+    (`#ifndef BLOCK` / `#define BLOCK 128`), which the command line's value overrides."""
+    dropped: set[str] = set()
+    for name, value in given.items():
+        if names.setdefault(name, value) == value:
+            continue
+        if re.search(rf"#\s*ifndef\s+{name}\b|#\s*if\s+!\s*defined\s*\(?\s*{name}\b", code):
+            names[name] = value
+        else:
+            del names[name]
+            dropped.add(name)
+    return names, dropped
+
+
+def _values(
+    wanted: set[str], names: dict[str, str], dropped: set[str], room: Callable[[], bool]
+) -> Generator[Step, str, dict[str, str]]:
+    """`names` with the values of the `wanted` names (a block size's) found with `search`, then
+    of the names those values use (`dim3 b(THREADS)`), a round each; only the searched name's
+    own definition is taken from the lines found. A dim3 found so is kept only where every line
+    that names it is its declaration or a launch (`_dim3_untouched`): its branches, calls and
+    later changes cannot be read from lines."""
+    searched: set[str] = set(dropped)
+    for _ in range(VALUE_ROUNDS):
+        known = set(names)
+        while True:  # through the values known already: `dim3 b(THREADS)` in the region
+            more = {w for word in wanted & set(names) for w in _words(names[word])} - wanted
+            if not more:
+                break
+            wanted |= more
+        wanted = wanted - known - searched
+        found: set[str] = set()
+        for word in sorted(wanted):
+            if not room():
+                break
+            searched.add(word)
+            seen = yield Call(
+                "search",
+                {"pattern": _value_of(word), "regex": True},
+                f"Finding the value of {word}.",
+            )
+            value = definitions("\n".join(search_lines(seen)), whole=False).get(word)
+            if value is None:
+                continue
+            if value.startswith("dim3") and room():
+                why = f"Checking that nothing changes {word} before it is launched with."
+                mentions = yield Call("search", {"pattern": rf"\b{word}\b", "regex": True}, why)
+                if not _dim3_untouched(word, mentions):
+                    continue
+            names.setdefault(word, value)
+            found.add(word)
+        wanted = {w for word in found for w in _words(names[word])}
+    return names
+
+
+def _dim3_untouched(word: str, observation: str) -> bool:
+    """Whether every line a search for `word` found declares it as a dim3 or names it only in a
+    launch's configuration (`<<<grid, word>>>`); a search that shows no lines tells nothing."""
+    lines = search_lines(observation)
+    if not lines:
+        return False
+    for line in lines:
+        if re.search(rf"\bdim3\s+{word}\b", line):
+            continue
+        outside = re.sub(r"<<<[^;]*?>>>", " ", line)
+        if re.search(rf"\b{word}\b", outside):
+            return False
+    return True
 
 
 def _helper_params(
@@ -219,7 +279,9 @@ def _pointer_aliases(
     from their `using`/`typedef` found with `search` (pointer_aliases.py); a name that turns out
     to be a builtin type's alias is kept with `types`, every name seen defined as a pointer in
     `named` (and each name searched once: `asked`)."""
-    for word in sorted(alias_parameters(code) - set(pointers) - set(types))[:MAX_TYPE_NAMES]:
+    for word in sorted(alias_parameters(code) - set(pointers) - set(types) - asked)[
+        :MAX_TYPE_NAMES
+    ]:
         if not room():
             break
         asked.add(word)
@@ -270,4 +332,6 @@ def _value_of(word: str) -> str:
 
 
 def _words(expression: str) -> set[str]:
-    return {w for w in re.findall(r"[A-Za-z_]\w*", expression) if w != "dim3"}
+    """The names an expression uses that may be constants: not keywords or builtin types."""
+    words = set(re.findall(r"[A-Za-z_]\w*", expression))
+    return {w for w in words if w not in NOT_CONSTANTS and w not in TYPE_WORDS}

@@ -91,10 +91,11 @@ def _helper_launch(
     return [Launch(source.text(kernel), source.text(given[2]), rest, through_helper=True)]
 
 
-def definitions(code: str) -> dict[str, str]:
+def definitions(code: str, whole: bool = True) -> dict[str, str]:
     """name -> value text of every `[const|constexpr] T name = value;`, `dim3 name(a, b)`,
     `T name{...}` and `#define NAME value` in `code`, and dim3s as `dim3_values` reads them; a
-    name defined twice differently is dropped."""
+    name defined twice differently is dropped, and so is a dim3 whose value cannot be trusted.
+    `whole`: `code` is whole code (a region, a file), not lines `search` found."""
     source = Source(code)
     found: dict[str, str] = {}
     dropped: set[str] = set()
@@ -116,9 +117,10 @@ def definitions(code: str) -> dict[str, str]:
             value = node.child_by_field_name("value")
             if name is not None and value is not None:
                 add(source.text(name), source.text(value).strip())
-    for named, given in dim3_definitions(source):  # `dim3 b (N);`, `dim3 b; b.x = N;`
+    dim3s, unsafe = dim3_definitions(source, whole)  # `dim3 b (N);`, `dim3 b; b.x = N;`
+    for named, given in dim3s:
         add(named, given)
-    return found
+    return {name: value for name, value in found.items() if name not in unsafe}
 
 
 def constant(expression: str, names: Mapping[str, str], depth: int = 0) -> int | None:

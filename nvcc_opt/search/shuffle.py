@@ -56,6 +56,7 @@ from nvcc_opt.search.shuffle_shapes import (
     each_loop,
     int_counter,
     kernel_constant,
+    named_in_macro,
     outside_fits,
     shared_type,
     squeezed,
@@ -145,8 +146,9 @@ def _declared_before(
     source: Source, kernel: Kernel, loop: tree_sitter.Node
 ) -> tuple[str, tree_sitter.Node] | None:
     """(name, initial value) of `for (s = value; ...)` whose counter is an integer local of the
-    kernel, declared once, outside any loop, and not named after the loop (which leaves it at
-    16, not 0, once rewritten)."""
+    kernel, declared once (`int s;` or with a value), outside any loop, and not named after the
+    loop, which leaves it at 16, not 0, once rewritten: nor reachable there otherwise (its
+    address taken, a reference bound to it, a lambda naming it, a macro naming it)."""
     found = assignment(source, loop.child_by_field_name("initializer"))
     if found is None or found[1] != "=" or enclosing_loops(loop, kernel):
         return None
@@ -157,16 +159,42 @@ def _declared_before(
     types = [
         squeezed(source, n.child_by_field_name("type"))
         for n in walk(kernel.body)
-        if n.type == "declaration"
-        and any((d := declared_name(c)) is not None and source.text(d) == counter
-                for c in n.named_children)
-    ]  # fmt: skip
-    if len(types) != 1 or types[0] not in COUNTERS:
+        if n.type == "declaration" and counter in _names_declared(source, n)
+    ]
+    if len(types) != 1 or types[0] not in COUNTERS or named_in_macro(source, counter):
         return None
-    later = (n for n in walk(kernel.body) if n.start_byte >= loop.end_byte)
-    if any(n.type == "identifier" and source.text(n) == counter for n in later):
-        return None
+    for node in walk(kernel.body):
+        if node.type != "identifier" or source.text(node) != counter:
+            continue
+        if node.start_byte >= loop.end_byte or _escapes(node):
+            return None
     return counter, value
+
+
+def _names_declared(source: Source, declaration: tree_sitter.Node) -> set[str]:
+    """The names a declaration declares: `int s;` (a bare name) and `int s = 0, t[4];`."""
+    names = set()
+    for child in declaration.named_children:
+        name = child if child.type == "identifier" else declared_name(child)
+        if name is not None and child != declaration.child_by_field_name("type"):
+            names.add(source.text(name))
+    return names
+
+
+def _escapes(mention: tree_sitter.Node) -> bool:
+    """Whether the counter is reachable by another name here: `&s`, `int& r = s`, a lambda."""
+    parent = mention.parent
+    if parent is not None and parent.type == "pointer_expression":
+        return True
+    if parent is not None and parent.type == "init_declarator":
+        declarator = parent.child_by_field_name("declarator")
+        if declarator is not None and declarator.type == "reference_declarator":
+            return True
+    while parent is not None:
+        if parent.type == "lambda_expression":
+            return True
+        parent = parent.parent
+    return False
 
 
 def _written_first(

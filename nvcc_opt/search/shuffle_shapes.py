@@ -5,6 +5,7 @@ the loop counter, and whether every thread of the block reaches the loop.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
@@ -86,6 +87,8 @@ def outside_fits(
         return False
     if returns_before(loop, kernel) or preceding_pragma(loop):
         return False
+    if any(n.type in ("goto_statement", "labeled_statement") for n in walk(kernel.body)):
+        return False  # a jump back is a loop no header shows
     text = "".join(source.text(kernel.body).split())
     return not any(f"{b}.{a}" in text for b in ("threadIdx", "blockDim") for a in ("y", "z"))
 
@@ -101,7 +104,7 @@ def shared_type(
     is one of `carried` (an alias through `types`: `Real_t` for double), and if that array is
     the only thing of this name in the kernel (no parameter, no other declaration shadowing it)
     and is only ever indexed (no pointer to it escapes)."""
-    if not only_indexed(source, kernel, array):
+    if not only_indexed(source, kernel, array) or named_in_macro(source, array):
         return None
     for node in walk(kernel.body):
         if node.type != "declaration":
@@ -116,6 +119,17 @@ def shared_type(
         element = source.words(node.child_by_field_name("type") or node)
         return element if (types or {}).get(element, element) in carried else None
     return None
+
+
+def named_in_macro(source: Source, name: str) -> bool:
+    """Whether a macro of `source` names `name` in its body (`#define PEEK(j) part[j]`): a use
+    through it is not seen as one."""
+    for node in walk(source.root):
+        if node.type in ("preproc_def", "preproc_function_def"):
+            body = node.child_by_field_name("value")
+            if body is not None and name in re.findall(r"[A-Za-z_]\w*", source.text(body)):
+                return True
+    return False
 
 
 def only_indexed(source: Source, kernel: Kernel, array: str) -> bool:

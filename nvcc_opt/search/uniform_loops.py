@@ -5,9 +5,9 @@ them (a barrier, a shuffle over the full warp) is reached by all threads each ti
 
 A `for` loop is uniform when its counter is declared in its header with a uniform value, compared
 with a uniform bound, stepped by `++`, `--`, `+= c` or `-= c` with c uniform, and changed nowhere
-in the body; and nothing in the body leaves it early (`break`, `continue`, `return`, `goto`), so
-no thread skips an iteration. Uniform (element_access.uniform): no memory read or call, no thread
-index, local names followed to single values set before the loop.
+in the body; and nothing in the body leaves it early (its own `break` or `continue`, a `return`
+or `goto`), so no thread skips an iteration. Uniform (element_access.uniform): no memory read or
+call, no thread index, local names followed to single values set before the loop.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from nvcc_opt.search.element_access import uniform
 from nvcc_opt.search.kernel_facts import changed_names
 
 LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
-JUMPS = ("break_statement", "continue_statement", "return_statement", "goto_statement")
 BLOCK_WIDE = {"blockIdx", "blockDim", "gridDim", "warpSize"}  # the same in every thread
 COMPARISONS = ("<", "<=", ">", ">=", "!=")
 
@@ -55,7 +54,22 @@ def is_uniform_loop(source: Source, kernel: Kernel, loop: tree_sitter.Node) -> b
         return False
     if name in changed_names(source, body):
         return False
-    return not any(n.type in JUMPS for n in walk(body))
+    return not any(_leaves(n, loop) for n in walk(body))
+
+
+def _leaves(node: tree_sitter.Node, loop: tree_sitter.Node) -> bool:
+    """Whether `node` may end an iteration of `loop` early for some threads: a `return` or
+    `goto` anywhere in it, a `break` or `continue` that belongs to it (not to an inner loop or,
+    for `break`, an inner `switch`)."""
+    if node.type in ("return_statement", "goto_statement"):
+        return True
+    if node.type not in ("break_statement", "continue_statement"):
+        return False
+    owners = LOOPS + (("switch_statement",) if node.type == "break_statement" else ())
+    parent = node.parent
+    while parent is not None and parent.type not in owners:
+        parent = parent.parent
+    return parent == loop
 
 
 def _even(source: Source, kernel: Kernel, loop: tree_sitter.Node, text: str) -> bool:

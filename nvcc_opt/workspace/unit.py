@@ -162,7 +162,7 @@ def compile_unit(
         sandbox=False,
     )
     output = f"{done.stdout}\n{done.stderr}"
-    return Compiled(output, obj, keep, done.ok, done.timed_out, defines(words))
+    return Compiled(output, obj, keep, done.ok, done.timed_out, defines(words, folder))
 
 
 def object_of(tree: Path, source: Path) -> Path | None:
