@@ -45,7 +45,7 @@ from nvcc_opt.tools.region import Region
 from nvcc_opt.verify import final
 from nvcc_opt.workspace.runner import ProcessRunner, Runner
 from nvcc_opt_train.appcheck import project_config
-from nvcc_opt_train.rewards import Judged, judged
+from nvcc_opt_train.rewards import Judged, judged_comparison
 
 PENDING = "\x00nvcc-opt-pending:"
 ERROR = "error: "
@@ -237,13 +237,7 @@ class RolloutEnv:
         )
         reasons = (*verdict.reasons, *notes)
         self.state.note = "; ".join(reasons)[:300]
-        c = verdict.comparison
-        return judged(
-            verdict.status,
-            c.baseline.median if c else None,
-            c.candidate.median if c else None,
-            reasons,
-        )
+        return judged_comparison(verdict.status, verdict.comparison, reasons)
 
     def _tool_counts(self) -> Counter[str]:
         return Counter(name for name, _ in self.state.calls)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from nvcc_opt.records import unestablished
 
@@ -119,6 +120,24 @@ def judged(
     if status == IMPROVED and timed and not unestablished(reasons):
         return Judged(True, float(baseline_s or 0), float(candidate_s or 0))
     return Judged(True, 1.0, 1.0)
+
+
+def judged_comparison(status: str, comparison: Any, reasons: Iterable[str] = ()) -> Judged:
+    """`judged` of a verdict's comparison (`verify.stats.Comparison`, or None): t is the
+    baseline's median over the *credited* speedup, every cap applied (nvcc-opt's own GPU and
+    wall-time measurements, the changed inputs), never the candidate's printed median.
+
+    >>> from types import SimpleNamespace as C
+    >>> printed_4x = C(baseline=C(median=4.0), candidate=C(median=1.0), speedup=2.0)
+    >>> judged_comparison("improved", printed_4x)
+    Judged(correct=True, t_base=4.0, t=2.0)
+    >>> judged_comparison("rejected", None)
+    Judged(correct=False, t_base=1.0, t=1.0)
+    """
+    if comparison is None or not comparison.speedup > 0:
+        return judged(status, None, None, reasons)
+    base = float(comparison.baseline.median)
+    return judged(status, base, base / float(comparison.speedup), reasons)
 
 
 def perf_of(found: Judged | None) -> float:
