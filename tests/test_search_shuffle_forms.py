@@ -90,6 +90,8 @@ def test_the_element_type_is_kept_as_written() -> None:
                       "    b += 0;"), BINS_FACTS, "the outer counter changes in the body"),
         (BINS.replace("for (int b = 0; b < BINS; ++b) {", "int b = 0;\n  while (b++ < BINS) {"),
          BINS_FACTS, "a while loop"),
+        (BINS.replace("int me = lane;", "unsigned char me = lane;"), BINS_FACTS,
+         "a thread index alias of a type that cannot hold every index"),
         (COLUMNS.replace("  for (int col", "  for (int t = 0; t < 2; ++t)\n  for (int col"),
          COLUMNS_FACTS, "two loops around it"),
         (FLAGS.replace("per_block[blockIdx.x] = seen[0];", "per_block[blockIdx.x] = seen[0] + i;"),

@@ -58,6 +58,10 @@ PURE_CALL = re.compile(
     r"|copysign|fdim|fmod)f?|__f(add|sub|mul|div|ma)_r[nzud]|__(exp|log|sin|cos|pow)f|__ldg)"
 )
 CASTS = re.compile(r"\((long|longlong|size_t|int64_t|uint64_t|unsignedlong|unsigned|int)\)")
+INDEX_TYPE_WORDS = {
+    "const", "unsigned", "signed", "int", "long", "short", "size_t", "auto", "ptrdiff_t",
+    "int32_t", "uint32_t", "int64_t", "uint64_t", "std::size_t",
+}  # fmt: skip
 
 
 def statements(node: tree_sitter.Node) -> list[tree_sitter.Node]:
@@ -207,7 +211,8 @@ def thread_aliases(source: Source, kernel: Kernel, axis: str = "x") -> set[str]:
 
 def builtin_aliases(source: Source, kernel: Kernel, builtin: str) -> set[str]:
     """`builtin` (`threadIdx.x`, `blockDim.x`) and the names a kernel gives it as
-    `thread_aliases` finds them (`const int local_size = blockDim.x;`)."""
+    `thread_aliases` finds them (`const int local_size = blockDim.x;`), declared with a type
+    that holds every value (an integer of 16 bits or more, `auto`)."""
     declared: dict[str, int] = {}
     values: dict[str, str] = {}  # name -> its declared value, squeezed, casts dropped
     for node in walk(kernel.body):
@@ -222,6 +227,9 @@ def builtin_aliases(source: Source, kernel: Kernel, builtin: str) -> set[str]:
             name, value = node.child_by_field_name("declarator"), node.child_by_field_name("value")
             if name is None or name.type != "identifier" or value is None:
                 continue
+            kind = node.parent.child_by_field_name("type") if node.parent is not None else None
+            if kind is None or not set(source.words(kind).split()) <= INDEX_TYPE_WORDS:
+                continue  # `char c = threadIdx.x`, `bool b = ...`: not every index fits
             values[source.text(name)] = CASTS.sub("", squeeze(source.text(value)))
     changed = changed_names(source, kernel.body)
     kept = {builtin}
