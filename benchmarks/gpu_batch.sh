@@ -15,7 +15,8 @@
 #            --model search?budget_s=LULESH_BUDGET` (240) on its kernel: what the search tries,
 #            its trace packed by every call even when the part is still running;
 #   gputests  `pytest -m gpu` on GPU_TESTS (default: tests/test_runtime_channel.py,
-#            tests/test_verify_sanitizer_gpu.py and tests/test_search_vector_strided.py), with a
+#            tests/test_verify_sanitizer_gpu.py, tests/test_search_vector_strided.py,
+#            tests/test_search_bank_padding.py and tests/test_search_shuffle_forms.py), with a
 #            JUnit report;
 #   redteam  tests/test_redteam_gpu.py on WORKERS (8) pytest-xdist workers, every verdict in
 #            redteam.json (as gpu_verify.sh's); REDTEAM_K: a pytest -k expression (a subset);
