@@ -126,7 +126,7 @@ def test_final_checks_judge_the_timed_runs_against_the_state_runs(tmp_path: Path
     assert reasons == [] and share == 1.0  # ... and keeps its 4x
     checks.times.append(state(4_000_000, 2_000_000))
     reasons, share = checks.after_timing(base, memo)  # 4x timed, 2x changed: passes the rule
-    assert reasons == [] and share == 0.5  # half the region's gain holds: half is kept
+    assert reasons == [] and share == 0.666667  # 2 of the 3 ms the region saves are saved there
     checks.times.append(state(4_000_000, 4_000_000, calls=1))
     assert checks.after_timing(base, memo) == ([], None) and notes[0].startswith("changed inputs")
 
@@ -164,18 +164,19 @@ def test_each_state_check_changes_inputs_by_a_salt_of_its_own(tmp_path: Path) ->
 
 def test_a_real_gain_with_a_benchmark_shortcut_on_top_keeps_the_share_that_holds() -> None:
     """2x for real, 4x on the benchmark's own input: the rule lets it pass (the changed inputs
-    keep a quarter of the gain); half the region's timed gain holds, so half the printed
-    speedup is kept (tests/test_verify_changed_credit.py runs it through `measure`)."""
-    from nvcc_opt.verify.credited import CHANGED, capped
+    keep a quarter of the gain); 2 of the 3 ms the region saves are saved there too, so of the
+    printed time saved 2/3 is kept: 2x (tests/test_verify_changed_credit.py runs it through
+    `measure`)."""
+    from nvcc_opt.verify.credited import CHANGED, capped, credited_speedup
     from nvcc_opt.verify.stats import compare
 
     both = state(4_000_000, 2_000_000)
     assert judged(4_000_000, 1_000_000, both) == ([], [])
     share = changed_input_share([4_000_000] * 9, [1_000_000] * 9, both)
-    assert share == 0.5  # the faster of the original's two runs, over the timed 4x
+    assert share == 0.666667  # against the faster of the original's two runs
     timed = compare([4.0 + i / 100 for i in range(12)], [1.0 + i / 200 for i in range(12)])
     assert timed is not None and timed.speedup > 3.9
-    kept, said = capped(timed, timed.speedup * share, by=CHANGED)
+    kept, said = capped(timed, credited_speedup(timed.speedup, share), by=CHANGED)
     assert kept.verdict == "faster" and 1.9 < kept.speedup < 2.0
     assert kept.ci_high <= kept.speedup and "capped at" in kept.reason
     assert said[0].startswith("speedup: the printed times say 3.9")
@@ -191,13 +192,26 @@ def test_a_record_run_slowed_by_the_run_before_it_earns_no_credit() -> None:
     reasons, notes = judged(4_000_000, 1_000_000, slowed)
     assert reasons == [] and len(notes) == 1
     assert notes[0].startswith("unmeasured: ") and "more than 5% apart" in notes[0]
-    assert changed_input_share([4_000_000] * 9, [1_000_000] * 9, slowed) == 0.25
+    assert changed_input_share([4_000_000] * 9, [1_000_000] * 9, slowed) == 0.0
 
 
 def test_the_share_takes_the_faster_original_run_and_no_allowance() -> None:
     """A slower record run does not raise the credit, nor does the rule's noise allowance: the
     share is the candidate against the faster of the original's runs, as measured."""
     one_slow = StateTimes(4_160_000, 4_000_000, 2_000_000, 401, True)  # 4% apart
-    assert changed_input_share([4_000_000] * 9, [1_000_000] * 9, one_slow) == 0.5
+    assert changed_input_share([4_000_000] * 9, [1_000_000] * 9, one_slow) == 0.666667
     assert changed_input_share([4_000_000] * 9, [1_000_000] * 9, None) is None
     assert changed_input_share([4_000_000] * 9, [1_000_000] * 9, state(400_000, 1)) is None
+
+
+def test_a_region_that_is_a_small_part_of_the_run_keeps_the_time_it_saves() -> None:
+    """A 3x region that is 1.5 of 10 ms (printed 1.111x) and 2.85x on changed inputs (data or
+    noise) keeps 97% of the time it saves: 1.108x, where a share of speedup ratios kept 1.056x,
+    and a printed 1.05x nothing at all."""
+    from nvcc_opt.verify.credited import credited_speedup
+
+    region = StateTimes(3_000_000, 3_000_000, round(3_000_000 / 2.85), 401, True)
+    share = changed_input_share([1_500_000] * 9, [500_000] * 9, region)
+    assert share is not None and 0.97 < share < 0.98
+    assert round(credited_speedup(10 / 9, share), 3) == 1.108
+    assert credited_speedup(1.05, share) > 1.048

@@ -22,17 +22,17 @@ counts, fast paths) may shift on changed values; a shortcut for one input shows 
 all there. Both allowances widen with the noise the original shows between its own two state runs
 (SPREAD times their relative difference): a GPU that other work shares moves every time.
 
-What is credited is measured, never allowed for: the printed speedup times the share of the
-region's timed GPU speedup that holds on the changed inputs (`changed_input_share`: the
-candidate against the faster of the original's two state runs, over the timed runs' region
-speedup, at most 1), whatever the size of the timed gain. The rule's allowances keep an honest
-rewrite from being rejected for noise; they are no credit. A pure shortcut for the benchmark's
-input within them (up to 15%, 32% where the original's runs were 5% apart) or under MIN_GAIN was
-credited in full until 2026-12-08; its share is now about 1 / its timed gain, so it keeps about
-nothing. A real gain with a shortcut on top keeps less than its real part (a cheat is not paid
-for its honest half in full), and an honest rewrite loses at most the state run's own noise
-(about 1%). The faster of the original's two runs: the record run follows a candidate run, and a
-candidate that left the GPU slower for the next process would otherwise raise its own share.
+What is credited is measured, never allowed for: of the printed time saved, the share of the
+region's timed GPU time saved that is saved on the changed inputs too (`changed_input_share`:
+the candidate against the faster of the original's two state runs, between 0 and 1), whatever
+the size of the timed gain. The rule's allowances keep an honest rewrite from being rejected
+for noise; they are no credit. A pure shortcut for the benchmark's input within them (up to 15%,
+32% where the original's runs were 5% apart) or under MIN_GAIN was credited in full until
+2026-12-08; its share is now about 0, so it keeps about nothing. A real gain with a shortcut on
+top keeps about its real part, and an honest rewrite loses about the state run's own noise, in
+proportion to the time it saves (a region that is a small part of the run loses a small part).
+The faster of the original's two runs: the record run follows a candidate run, and a candidate
+that left the GPU slower for the next process would otherwise raise its own share.
 
 Where the original's two state runs are more than MAX_SPREAD apart, the rule's allowances would
 be wide enough to pass a candidate with no gain at all on changed inputs: a candidate the rule
@@ -108,27 +108,35 @@ def changed_input_reasons(
 def changed_input_share(
     timed_base_ns: Sequence[int], timed_cand_ns: Sequence[int], times: StateTimes | None
 ) -> float | None:
-    """The share of the printed speedup a candidate that passed `changed_input_reasons` may be
-    credited: its region GPU speedup on the changed inputs (against the faster of the
-    original's two state runs) over its region GPU speedup in the timed runs, at most 1, with no
-    allowance for noise; None where the state check could not measure it (`_unjudged`).
+    """The share of the region's timed GPU time saved that is saved on the changed inputs too
+    (the candidate against the faster of the original's two state runs), between 0 and 1, with
+    no allowance for noise: what of a printed gain a candidate that passed
+    `changed_input_reasons` may be credited (`credited.credited_speedup` applies it to the
+    printed times). None where the state check could not measure it (`_unjudged`) or the
+    region's GPU time is not lower in the timed runs (nothing of the printed gain is the region's
+    to judge; nvcc-opt's own measurements bound that).
+
+    In time saved, not in speedup ratios, so that a region that is a small part of the program
+    loses only what it loses: a 3x region that is 15% of the run, 2.85x on changed inputs, keeps
+    97% of the time it saves, and the program's 1.111x becomes 1.108x, not 1.056x.
 
     >>> both = StateTimes(4_000_000, 4_000_000, 2_000_000, 401, True)  # 2x honest, 4x timed
-    >>> changed_input_share([4_000_000] * 5, [1_000_000] * 5, both)
-    0.5
+    >>> round(changed_input_share([4_000_000] * 5, [1_000_000] * 5, both), 4)  # 2 of 3 ms saved
+    0.6667
     >>> changed_input_share([4_000_000] * 5, [2_000_000] * 5, both)  # honest: all of it holds
     1.0
-    >>> round(changed_input_share([1_080_000] * 5, [1_000_000] * 5, StateTimes(
-    ...     1_000_000, 1_000_000, 1_000_000, 401, True)), 3)  # a pure 8% shortcut: none holds
-    0.926
+    >>> changed_input_share([1_080_000] * 5, [1_000_000] * 5, StateTimes(
+    ...     1_000_000, 1_000_000, 1_000_000, 401, True))  # a pure 8% shortcut: none holds
+    0.0
     """
     if times is None or not timed_base_ns or not timed_cand_ns or _unjudged(times):
         return None
     base, cand = statistics.median(timed_base_ns), statistics.median(timed_cand_ns)
-    if base <= 0 or cand <= 0:
+    if base <= 0 or cand <= 0 or cand >= base or times.candidate_ns <= 0:
         return None
-    fastest = min(times.record_ns, times.again_ns) / times.candidate_ns  # see the docstring
-    return round(min(1.0, fastest / (base / cand)), 6)
+    fastest = min(times.record_ns, times.again_ns)  # see the module's docstring
+    saved = 1 - times.candidate_ns / fastest
+    return round(min(1.0, max(0.0, saved / (1 - cand / base))), 6)
 
 
 def _timed(timed_base_ns: Sequence[int], timed_cand_ns: Sequence[int]) -> float | None:

@@ -3,9 +3,9 @@
 The printed times are the program's word. Two of nvcc-opt's own measurements bound what is
 kept: the region's GPU time and the runs' wall time in the timed runs (`OWN`,
 verify/corroborate.py), and the region's speedup on the inputs the state check changed
-(`CHANGED`, verify/changed_inputs.py: the printed speedup times the share of the region's timed
-GPU gain that holds there), so a gain that lives only on the benchmark's own input is not
-credited. Pure.
+(`CHANGED`, verify/changed_inputs.py: of the printed time saved, the share of the region's timed
+GPU time saved that is saved there too, `credited_speedup`), so a gain that lives only on the
+benchmark's own input is not credited. Pure.
 """
 
 from __future__ import annotations
@@ -19,10 +19,26 @@ OWN = (
     "nvcc-opt's own measurement",
 )
 CHANGED = (
-    "the share of the region's timed GPU gain that holds on the inputs nvcc-opt changed (the "
-    "state check's runs) allows",
+    "the share of the region's timed GPU time saved that is saved on the inputs nvcc-opt changed "
+    "(the state check's runs) allows",
     "the share that holds on changed inputs",
 )
+
+
+def credited_speedup(printed: float, share: float) -> float:
+    """The speedup kept when only `share` of the printed time saved is credited: the candidate's
+    time is the baseline's less that share of the time it saved.
+
+    >>> credited_speedup(4.0, 2 / 3)  # a real 2x with a shortcut to 4x: 2x kept
+    2.0
+    >>> round(credited_speedup(1.111, 0.9737), 3)  # a 3x region that is 15% of the run
+    1.108
+    >>> credited_speedup(1.14, 0.0)  # a pure shortcut
+    1.0
+    """
+    if printed <= 1.0:
+        return printed
+    return round(1.0 / (1.0 - (1.0 - 1.0 / printed) * share), 9)
 
 
 def capped(

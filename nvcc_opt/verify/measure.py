@@ -29,7 +29,7 @@ from nvcc_opt.runtime import report
 from nvcc_opt.runtime.build import environment
 from nvcc_opt.verify.checks import CheckResult, RunOutput, check_run
 from nvcc_opt.verify.corroborate import Observed, channel_reasons, owned_speedup
-from nvcc_opt.verify.credited import CHANGED, capped
+from nvcc_opt.verify.credited import CHANGED, capped, credited_speedup
 from nvcc_opt.verify.kernels import RegionKernels
 from nvcc_opt.verify.stats import Comparison, compare, hopeless, schedule
 from nvcc_opt.workspace.runner import Completed, Runner
@@ -331,7 +331,7 @@ def measure(
         comparison, said = capped(comparison, owned, min_speedup)
         notes = (*notes, *said)
     if comparison is not None and share is not None:
-        most = comparison.speedup * share
+        most = credited_speedup(comparison.speedup, share)
         comparison, said = capped(comparison, most, min_speedup, by=CHANGED)
         notes = (*notes, *said)
     return Measurement(
