@@ -151,16 +151,25 @@ def _helper(source: Source, arguments: tree_sitter.Node) -> bool:
     return function is not None and "launch" in source.text(function).lower()
 
 
+def _extent(source: Source, mention: tree_sitter.Node) -> tuple[tree_sitter.Node, str] | None:
+    """(the `name.axis` node, the axis) when `mention` is the dim3 of an extent (`name.x`), inside
+    an expression."""
+    field = mention.parent
+    axis = field.child_by_field_name("field") if field is not None else None
+    if field is None or field.type != "field_expression" or axis is None or field.parent is None:
+        return None
+    return (field, source.text(axis)) if source.text(axis) in AXES else None
+
+
 def _read(source: Source, mention: tree_sitter.Node) -> bool:
     """Whether `mention` only reads an extent (`name.x` in an expression), never one that is
     assigned, updated, has its address taken or is passed to a call (a reference may change it)."""
-    field = mention.parent
-    if field is None or field.type != "field_expression":
+    found = _extent(source, mention)
+    if found is None:
         return False
-    axis = field.child_by_field_name("field")
+    field = found[0]
     outer = field.parent
-    if axis is None or source.text(axis) not in AXES or outer is None:
-        return False
+    assert outer is not None
     if outer.type in ("update_expression", "pointer_expression", "argument_list"):
         return False
     return not (
@@ -172,13 +181,12 @@ def _plain_extent(
     source: Source, mention: tree_sitter.Node, block: tree_sitter.Node
 ) -> tuple[str, str] | None:
     """(axis, value) when `mention` is `name.axis = value;`, a statement of `block` itself."""
-    field = mention.parent
-    if field is None or field.type != "field_expression":
+    found = _extent(source, mention)
+    if found is None:
         return None
-    axis = field.child_by_field_name("field")
+    field, axis = found
     assignment = field.parent
-    if axis is None or source.text(axis) not in AXES or assignment is None:
-        return None
+    assert assignment is not None
     if (
         assignment.type != "assignment_expression"
         or assignment.child_by_field_name("left") != field
@@ -191,7 +199,7 @@ def _plain_extent(
         return None
     if statement.type != "expression_statement" or statement.parent != block:
         return None
-    return source.text(axis), source.text(value)
+    return axis, source.text(value)
 
 
 def _in_loop(node: tree_sitter.Node) -> bool:
