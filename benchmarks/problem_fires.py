@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import sys
 from collections import Counter
 from pathlib import Path
@@ -28,7 +29,10 @@ from nvcc_opt.workspace.defines import defines
 
 SOURCES = (".cu", ".cuh", ".cpp", ".h", ".hpp")
 LAUNCHERS = (".cu", ".cuh", ".cpp")  # files whose launches count for every region of the app
-DEFINITIONS = re.compile(r"target_compile_definitions\s*\(\s*\S+\s+([^)]*)\)")
+# the command-line macros a CMakeLists gives (one target's or every source's)
+DEFINITIONS = re.compile(
+    r"(target_compile_definitions|add_compile_definitions|add_definitions)\s*\(([^)]*)\)"
+)
 
 
 def compile_definitions(app: Path) -> dict[str, str]:
@@ -37,12 +41,16 @@ def compile_definitions(app: Path) -> dict[str, str]:
     to the policy."""
     lists = app / "CMakeLists.txt"
     text = lists.read_text(errors="replace") if lists.is_file() else ""
-    words = [
-        f"-D{item}"
-        for found in DEFINITIONS.findall(text)
-        for item in found.split()
-        if item not in ("PRIVATE", "PUBLIC", "INTERFACE")
-    ]
+    words = []
+    for call, found in DEFINITIONS.findall(text):
+        items = shlex.split(found, comments=True)
+        for item in items[1:] if call == "target_compile_definitions" else items:  # its target
+            if item in ("PRIVATE", "PUBLIC", "INTERFACE"):
+                continue
+            if call == "add_definitions":  # -DX=Y as written
+                words.append(item)
+            else:
+                words.append(item if item.startswith("-D") else f"-D{item}")
     return defines(words)
 
 

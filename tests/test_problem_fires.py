@@ -56,3 +56,18 @@ def test_every_transform_is_counted_on_the_regions_of_a_set(tmp_path: Path) -> N
     assert found["scale:kernels.h:scale"]["ldg"].startswith("fires")  # launched in main.cu
     assert found["scale:kernels.h:scale"]["unroll"] == "refused: no pattern"
     assert "regions where no transform fires: 1 of 2" in done.stdout
+
+
+def test_the_command_line_macros_of_a_generated_cmake_build(tmp_path: Path) -> None:
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        from problem_fires import compile_definitions
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    (tmp_path / "CMakeLists.txt").write_text(
+        'target_compile_definitions(main PRIVATE dfloat=double "LABEL=a b" dlong=int)\n'
+        "add_definitions(-DBLOCK=64)\nadd_compile_definitions(TILE=8)\n"
+    )
+    found = compile_definitions(tmp_path)
+    assert found == {"dfloat": "double", "LABEL": "a b", "dlong": "int", "BLOCK": "64", "TILE": "8"}
+    assert compile_definitions(tmp_path / "missing") == {}
