@@ -32,6 +32,7 @@ from nvcc_opt.search.pointer_aliases import (
 from nvcc_opt.search.shared_tiles import column_words
 from nvcc_opt.search.signatures import merge, readonly_params, signature_text
 from nvcc_opt.search.steps import Call, Step
+from nvcc_opt.workspace.defines import defaults
 
 LAUNCH_LINES = 8  # a launch written over several lines: how many file_viewer shows from its first
 ALIAS_ROUNDS = 3  # searches for an element type's typedef: an alias of an alias of a builtin
@@ -60,7 +61,7 @@ def gather(
     source = Source(code)
     kernels = source.kernels()
     found = launches(code)
-    names, dropped = _with_command_line(code, definitions(code), given or {})
+    names, dropped = with_command_line(code, definitions(code), given or {})
     if "search" in offered:
         for kernel in kernels:
             if any(launch.kernel == kernel.name for launch in found) or not room():
@@ -103,7 +104,7 @@ def gather(
     return replace(facts, readonly_params=params)
 
 
-def _with_command_line(
+def with_command_line(
     code: str, names: dict[str, str], given: Mapping[str, str]
 ) -> tuple[dict[str, str], set[str]]:
     """The region's definitions with the command line's macros, and the names dropped: a name
@@ -113,7 +114,7 @@ def _with_command_line(
     for name, value in given.items():
         if names.setdefault(name, value) == value:
             continue
-        if re.search(rf"#\s*ifndef\s+{name}\b|#\s*if\s+!\s*defined\s*\(?\s*{name}\b", code):
+        if defaults(code, name):
             names[name] = value
         else:
             del names[name]

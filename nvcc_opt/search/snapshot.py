@@ -25,6 +25,7 @@ from pathlib import Path
 
 from nvcc_opt.regions.scan import region_text, scan
 from nvcc_opt.search.cuda import Source
+from nvcc_opt.search.find_facts import with_command_line
 from nvcc_opt.search.kernel_facts import Facts
 from nvcc_opt.search.launches import (
     Launch,
@@ -109,10 +110,7 @@ def file_units(
     found = launches(text)
     for other in launchers:
         found += launches(other.read_text(errors="replace")) if other != path else []
-    names = {**names, **definitions(text)}
-    for name, value in (given or {}).items():
-        if names.setdefault(name, value) != value:
-            del names[name]
+    names, _ = with_command_line(text, {**names, **definitions(text)}, given or {})
     facts_of_file = found, names, macro_types(names, type_aliases(text, types))
     name = str(path.relative_to(root))
     regions = scan(data).regions

@@ -72,11 +72,16 @@ def used(found: dict[str, str], code: str) -> dict[str, str]:
     for name, value in found.items():
         if name not in words or re.search(rf"#\s*undef\s+{name}\b", code):
             continue
-        guarded = re.search(rf"#\s*ifndef\s+{name}\b|#\s*if\s+!\s*defined\s*\(?\s*{name}\b", code)
-        if re.search(rf"#\s*define\s+{name}\b", code) and not guarded:
+        if re.search(rf"#\s*define\s+{name}\b", code) and not defaults(code, name):
             continue
         kept[name] = value
     return kept
+
+
+def defaults(code: str, name: str) -> bool:
+    """Whether `code` defines `name` only as a default, under `#ifndef NAME` (or `#if
+    !defined(NAME)`), which a command-line definition overrides."""
+    return bool(re.search(rf"#\s*ifndef\s+{name}\b|#\s*if\s+!\s*defined\s*\(?\s*{name}\b", code))
 
 
 def _expanded(words: list[str], folder: Path, depth: int) -> list[str]:
